@@ -3,10 +3,30 @@
 Fine-tune a transformer with random token masking so that masked inputs are
 in-distribution (Madsen, Reddy & Chandar, ICML 2024); then explanations can be
 checked by masking the tokens they call important.
+
+Public names are imported lazily, so ``import fmmlearn.masking`` does not load
+transformers.
 """
 
-__version__ = "0.1.0"
+from importlib import import_module
 
-from .classifier import FaithfulTextClassifier  # noqa: E402
+from ._version import __version__  # noqa: E402
 
-__all__ = ["FaithfulTextClassifier", "__version__"]
+# public name -> module that defines it
+_EXPORTS = {
+    "FaithfulTextClassifier": "fmmlearn.classifier",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name]), name)
+        globals()[name] = value  # cache: later look-ups skip __getattr__
+        return value
+    raise AttributeError(f"module 'fmmlearn' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -25,11 +25,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from . import __version__
+from ._version import __version__
 from .encoding import encode, validate_texts
 from .masking import MASKING_STRATEGIES
 from .metrics import get_metric
-from .modeling import load_pretrained, predict_logits, resolve_device, resolve_precision
+from .modeling import quiet_transformers, load_pretrained, predict_logits, resolve_device, resolve_precision
 from .training import EncodedDataset, concat_encodings, history_frame, make_net, mask_encoding, random_masker
 
 __all__ = ["FaithfulTextClassifier"]
@@ -206,6 +206,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         self._validate_params()
         texts, is_pair = validate_texts(X, "X")
         labels = self._check_labels(y, len(texts), "y")
+        if len(texts) < 2:
+            raise ValueError(f"X has n_samples={len(texts)}; fitting needs at least 2 samples.")
         encoder = LabelEncoder().fit(labels)
         if len(encoder.classes_) < 2:
             raise ValueError(f"y has a single class ({encoder.classes_[0].item()!r}); a classifier needs at least 2.")
@@ -273,10 +275,9 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             return int(self.random_state.randint(0, 2**31 - 1))
         return int(self.random_state)
 
-    @staticmethod
-    def _check_labels(y, n_samples: int, name: str) -> np.ndarray:
+    def _check_labels(self, y, n_samples: int, name: str) -> np.ndarray:
         if y is None:
-            raise ValueError(f"{name} is None; fit needs one label per text.")
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target {name} is None.")
         labels = column_or_1d(np.asarray(y, dtype=object) if not isinstance(y, np.ndarray) else y, warn=True)
         if len(labels) != n_samples:
             raise ValueError(f"X has {n_samples} texts but {name} has {len(labels)} labels; they must match.")
@@ -402,9 +403,22 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         )
 
     def decision_function(self, X) -> np.ndarray:
-        """Logits, shape (n_samples, n_classes), columns ordered like ``classes_``."""
-        return self.encoded_logits(self.encode(X))
+        """Confidence scores, following scikit-learn's convention.
 
+        Parameters
+        ----------
+        X : sequence of str, or sentence pairs
+
+        Returns
+        -------
+        ndarray
+            Binary problems: shape (n_samples,), the logit difference
+            ``f_1 - f_0`` (positive means ``classes_[1]``).  Multi-class: the
+            logits, shape (n_samples, n_classes), columns ordered like
+            ``classes_``.  Raw logits in every case: :meth:`encoded_logits`.
+        """
+        logits = self.encoded_logits(self.encode(X))
+        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities (softmax of the logits), columns ordered like ``classes_``.
 
@@ -416,7 +430,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        logits = torch.from_numpy(self.decision_function(X))
+        logits = torch.from_numpy(self.encoded_logits(self.encode(X)))
         return torch.softmax(logits.double(), dim=1).numpy()
 
     def predict(self, X) -> np.ndarray:
@@ -430,17 +444,16 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X)
-        return self.classes_[scores.argmax(axis=1)]
+        logits = self.encoded_logits(self.encode(X))
+        return self.classes_[logits.argmax(axis=1)]
 
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy on ``(X, y)``.
 
         Labels never seen in training count as errors (a warning names them).
         """
-        check_is_fitted(self)
-        texts, _ = validate_texts(X, "X")
-        labels = self._check_labels(y, len(texts), "y")
+        predicted = self.predict(X)
+        labels = self._check_labels(y, len(predicted), "y")
         unseen = sorted(set(labels.tolist()) - set(self.classes_.tolist()), key=str)
         if unseen:
             warnings.warn(
@@ -449,7 +462,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
                 UserWarning,
                 stacklevel=2,
             )
-        return float(accuracy_score(labels, self.predict(X), sample_weight=sample_weight))
+        return float(accuracy_score(labels, predicted, sample_weight=sample_weight))
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
@@ -519,7 +532,10 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         params["device"] = device
         clf = cls(model=str(path), **params)
         clf.tokenizer_ = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-        model = AutoModelForSequenceClassification.from_pretrained(path, trust_remote_code=False, use_safetensors=True)
+        with quiet_transformers():
+            model = AutoModelForSequenceClassification.from_pretrained(
+                path, trust_remote_code=False, use_safetensors=True
+            )
         clf.model_ = model.to(resolve_device(device)).eval()
         clf.classes_ = np.asarray(config["classes"])
         clf.is_pair_ = bool(config["is_pair"])

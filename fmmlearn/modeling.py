@@ -19,6 +19,7 @@ import torch
 
 __all__ = [
     "BUNDLED_MODELS",
+    "quiet_transformers",
     "autocast",
     "forward_logits",
     "load_pretrained",
@@ -72,6 +73,22 @@ def _offline_hint(name: str) -> str:
     )
 
 
+@contextlib.contextmanager
+def quiet_transformers():
+    """Silence the weight-loading bar and the expected "newly initialized head" notice."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def load_pretrained(model: str | os.PathLike, *, num_labels: int, id2label: dict, label2id: dict):
     """Load a tokenizer and a sequence-classification model, offline-friendly.
 
@@ -90,16 +107,11 @@ def load_pretrained(model: str | os.PathLike, *, num_labels: int, id2label: dict
     tokenizer, model
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
     path = resolve_model_path(model)
     is_local = Path(path).is_dir()
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-        verbosity = hf_logging.get_verbosity()
-        # The "newly initialized classifier head" notice is expected: fit trains it.
-        hf_logging.set_verbosity_error()
-        try:
+        with quiet_transformers():
             net = AutoModelForSequenceClassification.from_pretrained(
                 path,
                 num_labels=num_labels,
@@ -108,8 +120,6 @@ def load_pretrained(model: str | os.PathLike, *, num_labels: int, id2label: dict
                 trust_remote_code=False,
                 ignore_mismatched_sizes=True,
             )
-        finally:
-            hf_logging.set_verbosity(verbosity)
     except (OSError, ValueError) as exc:
         if is_local:
             raise
@@ -138,16 +148,20 @@ def resolve_device(device: str | torch.device) -> torch.device:
 
 
 def _cpu_has_fast_bf16() -> bool:
-    probe = getattr(torch.backends.cpu, "get_cpu_capability", None)
-    capability = probe() if probe else ""
-    return "AVX512" in capability.upper() or "AMX" in capability.upper()
+    """Whether this CPU has native bf16 matrix instructions (AVX512-BF16 or AMX).
+
+    Without them bf16 autocast is emulated and can be 100x slower than fp32
+    (measured on an AVX2-only EPYC), so ``precision="auto"`` must not pick it.
+    """
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
 
 
 def resolve_precision(precision: str, device: torch.device) -> torch.dtype | None:
     """Autocast dtype for ``precision`` on ``device``; ``None`` means plain fp32.
 
     ``"auto"`` chooses bf16 where the hardware runs it well (CUDA with bf16
-    support, a CPU with AVX-512), fp32 otherwise.
+    support, a CPU with AVX512-BF16 or AMX), fp32 otherwise.
 
     Parameters
     ----------

@@ -38,26 +38,33 @@ def bundled_tokenizer():
     return AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory, bundled_tokenizer):
-    """A 2-layer, 32-wide random BERT saved with the bundled WordPiece tokenizer."""
-    from transformers import BertConfig, BertForSequenceClassification
+def build_tiny_model(path, tokenizer=None):
+    """Save a 2-layer, 32-wide random BERT with the bundled WordPiece tokenizer to ``path``."""
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
+    from fmmlearn.modeling import resolve_model_path
+
+    tokenizer = tokenizer or AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=bundled_tokenizer.vocab_size,
+        vocab_size=tokenizer.vocab_size,
         hidden_size=32,
         num_hidden_layers=2,
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=128,
         num_labels=2,
-        pad_token_id=bundled_tokenizer.pad_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
-    path = tmp_path_factory.mktemp("tiny-bert")
     BertForSequenceClassification(config).save_pretrained(path)
-    bundled_tokenizer.save_pretrained(path)
+    tokenizer.save_pretrained(path)
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, bundled_tokenizer):
+    """A tiny random BERT saved to a temporary directory (see :func:`build_tiny_model`)."""
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-bert"), bundled_tokenizer)
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +75,7 @@ def sentiment_data():
 @pytest.fixture
 def tiny_params(tiny_model_dir):
     """Parameters for a fast, learnable fit of the tiny model."""
-    return dict(model=tiny_model_dir, max_epochs=4, batch_size=16, learning_rate=3e-3, warmup_ratio=0.0,
+    return dict(model=tiny_model_dir, max_epochs=10, batch_size=16, learning_rate=3e-3, warmup_ratio=0.0,
                 precision="fp32", device="cpu", random_state=0)
 
 
@@ -78,6 +85,6 @@ def fitted_tiny(tiny_model_dir, sentiment_data):
     from fmmlearn import FaithfulTextClassifier
 
     X, y = sentiment_data
-    clf = FaithfulTextClassifier(model=tiny_model_dir, max_epochs=4, batch_size=16, learning_rate=3e-3,
+    clf = FaithfulTextClassifier(model=tiny_model_dir, max_epochs=10, batch_size=16, learning_rate=3e-3,
                                  warmup_ratio=0.0, precision="fp32", device="cpu", random_state=0)
     return clf.fit(X, y)

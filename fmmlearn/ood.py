@@ -1,0 +1,617 @@
+"""In-distribution tests for masked inputs: MaSF (SPEC.md section 6).
+
+MaSF (Max-Simes-Fisher) turns hidden-state features into one p-value per
+example, small meaning "out of distribution", in three levels:
+
+1. per (layer, dimension): an empirical-CDF p-value of the feature against the
+   calibration examples' values of that feature;
+2. per layer: the Simes combination of the dimension p-values, turned into a
+   p-value against the calibration examples' Simes values;
+3. per example: the Fisher combination of the layer p-values, turned into the
+   final right-sided p-value against the calibration examples' Fisher values.
+
+This module holds the statistics, which only need numpy and scipy:
+:class:`MaSF`, the dataset-level summaries :func:`simes_pvalue`,
+:func:`fisher_pvalue` and :func:`summarize_pvalues`, and the column-wise
+:func:`empirical_cdf`.  See ``docs/ood.md`` for the choice between the
+paper's in-sample procedure and the calibrated default.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, check_random_state
+
+__all__ = ["MaSF", "MaSFStatistics", "empirical_cdf", "simes_pvalue", "fisher_pvalue", "summarize_pvalues"]
+
+CALIBRATIONS = ("calibrated", "reference")
+DEFAULT_THRESHOLDS = (0.001, 0.005, 0.01, 0.05, 0.1)
+_MIN_FOLD_SIZE = 2
+# The reference adds this inside ln(p) so that p = 0 gives a finite Fisher statistic.
+_REFERENCE_FISHER_EPS = 1e-8
+_SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
+
+
+class MaSF(BaseEstimator):
+    """Max-Simes-Fisher in-distribution test on hidden-state features.
+
+    Fit on the features of in-distribution (calibration) examples, then
+    :meth:`pvalues` gives one p-value per new example; a small p-value means
+    the example does not look like the calibration data.
+
+    Parameters
+    ----------
+    calibration : {"calibrated", "reference"}, default="calibrated"
+        ``"calibrated"`` splits the calibration examples at random into three
+        disjoint folds, one per level, and uses conformal p-values
+        ``(1 + #{a >= s}) / (N + 1)`` (two-sided ones doubled and clipped to
+        1), so an in-distribution example gets ``p <= alpha`` with probability
+        at most ``alpha``.  ``"reference"`` is exactly the paper's procedure
+        (SPEC.md 6.3): all examples define all three levels in-sample, ECDF
+        ``#{a < s} / N`` and ``min(F, 1 - F)`` two-sided p-values, Fisher
+        with ``ln(p + 1e-8)``.  It is far from calibrated (many
+        in-distribution examples get tiny p-values), so read its numbers as
+        comparative only.  ``docs/ood.md`` has measured error rates and power.
+    fold_fractions : tuple of 3 floats, default=(1/3, 1/3, 1/3)
+        Calibrated mode only: the shares of the calibration examples for the
+        level-1, level-2 and level-3 references.  They must be positive and
+        sum to 1; every fold needs at least 2 examples.
+    dtype : {"float32", "float16"}, default="float32"
+        Precision the features are rounded to before anything is compared.
+        ``"float16"`` mimics the reference's mixed-precision features, where
+        rounding creates ties (SPEC.md 6.1).
+    chunk_size : int, default=1024
+        Examples scored at once; bounds the temporary memory to roughly
+        ``chunk_size * hidden_size * 100`` bytes.  Results do not depend on it.
+    random_state : int, RandomState instance or None, default=0
+        Seeds the assignment of calibration examples to folds (calibrated
+        mode only; the reference mode is deterministic).
+
+    Attributes
+    ----------
+    n_layers_ : int
+        Number of layers (L + 1 for an L-layer transformer with embeddings).
+    hidden_size_ : int
+        Number of dimensions per layer.
+    n_calibration_ : int
+        Number of examples given to ``fit``.
+    calibration_ : str
+        The ``calibration`` used by ``fit`` (scoring follows it).
+    dtype_ : numpy.dtype
+        The ``dtype`` used by ``fit``.
+    fold_indices_ : tuple of 3 ndarray
+        Indices (into ``fit``'s features) of the examples that define the
+        level-1, level-2 and level-3 references.  In reference mode all three
+        are ``arange(n_calibration_)``.
+    level1_reference_ : ndarray of shape (n_layers_, hidden_size_, N1), float32
+        Sorted feature values per (layer, dimension).
+    level2_reference_ : ndarray of shape (n_layers_, N2)
+        Sorted per-layer Simes statistics of the level-2 examples.
+    level3_reference_ : ndarray of shape (N3,)
+        Sorted Fisher statistics of the level-3 examples.
+
+    Notes
+    -----
+    Features are an array of shape ``(n_examples, n_layers, hidden_size)``,
+    e.g. the max-pooled hidden states of every layer (SPEC.md 6.1).  A 2-D
+    array ``(n_examples, hidden_size)`` is read as a single layer; Fisher's
+    step then only re-calibrates that layer's p-value.
+
+    Each ECDF lookup is a binary search in sorted references: fitting costs
+    ``O(N log N)`` per (layer, dimension) and scoring ``O(log N)`` per example
+    and feature.  The level-1 references take as much memory as the
+    calibration features in float32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fmmlearn.ood import MaSF
+    >>> rng = np.random.default_rng(0)
+    >>> masf = MaSF().fit(rng.standard_normal((300, 3, 16)))
+    >>> p_in = masf.pvalues(rng.standard_normal((100, 3, 16)))
+    >>> p_out = masf.pvalues(rng.standard_normal((100, 3, 16)) + 2.0)
+    >>> bool(np.mean(p_in < 0.05) < 0.2), bool(np.mean(p_out < 0.05) > 0.9)
+    (True, True)
+    """
+
+    _parameter_constraints = {
+        "calibration": [StrOptions(set(CALIBRATIONS))],
+        "fold_fractions": ["array-like"],
+        "dtype": [StrOptions({"float32", "float16"}), type, np.dtype],
+        "chunk_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, calibration="calibrated", *, fold_fractions=(1 / 3, 1 / 3, 1 / 3), dtype="float32",
+                 chunk_size=1024, random_state=0):
+        self.calibration = calibration
+        self.fold_fractions = fold_fractions
+        self.dtype = dtype
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+
+    # -- fitting -------------------------------------------------------------------------------------
+
+    def fit(self, features, y=None):
+        """Build the three levels of reference statistics from calibration features.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_examples, n_layers, hidden_size) or (n_examples, hidden_size)
+            Features of in-distribution examples (e.g. the validation split,
+            masked like the training batches).
+        y : None
+            Ignored; present for scikit-learn compatibility.
+
+        Returns
+        -------
+        self : MaSF
+        """
+        self._validate_params()
+        self.dtype_ = self._checked_dtype()
+        self.calibration_ = self.calibration
+        X = _check_features(features, "features")
+        folds = self._fold_indices(X.shape[0])
+        self.n_calibration_, self.n_layers_, self.hidden_size_ = X.shape
+        self.fold_indices_ = folds
+        self.level1_reference_ = self._sorted_features(X, folds[0])
+        simes = self._simes_statistics(X, folds[1])
+        self.level2_reference_ = np.ascontiguousarray(np.sort(simes, axis=0).T)
+        if self.calibration_ == "calibrated":      # in reference mode level 3 reuses level 2's examples
+            simes = self._simes_statistics(X, folds[2])
+        self.level3_reference_ = np.sort(self._fisher_from_layer_pvalues(self._layer_pvalues(simes)))
+        return self
+
+    def _checked_dtype(self):
+        dtype = np.dtype(self.dtype)
+        if dtype not in _SUPPORTED_DTYPES:
+            raise ValueError(f"dtype must be 'float32' or 'float16'; got {self.dtype!r}.")
+        return dtype
+
+    def _fold_indices(self, n):
+        """Indices of the level-1, -2 and -3 reference examples (identical in reference mode)."""
+        if self.calibration == "reference":
+            if n < _MIN_FOLD_SIZE:
+                raise ValueError(f"features has {n} example(s); calibration='reference' needs at least "
+                                 f"{_MIN_FOLD_SIZE}.")
+            everything = np.arange(n)
+            return everything, everything, everything
+        fractions = _check_fold_fractions(self.fold_fractions)
+        bounds = np.rint(np.cumsum(fractions) * n).astype(int)
+        sizes = np.diff(bounds, prepend=0)
+        if sizes.min() < _MIN_FOLD_SIZE:
+            raise ValueError(
+                f"features has {n} examples, too few for calibration='calibrated' with fold_fractions="
+                f"{tuple(float(f) for f in fractions)}: the folds would get {tuple(int(s) for s in sizes)} "
+                f"examples and each needs at least {_MIN_FOLD_SIZE}. Give more calibration examples, "
+                "change fold_fractions, or use calibration='reference'.")
+        if 1.0 / (sizes[2] + 1) > 0.05:
+            warnings.warn(f"The level-3 fold has only {sizes[2]} examples, so no p-value can be below "
+                          f"{1.0 / (sizes[2] + 1):.3g}; use more calibration examples.", UserWarning,
+                          stacklevel=3)
+        order = check_random_state(self.random_state).permutation(n)
+        # Sorted indices keep memory access to the features in order.
+        return tuple(np.sort(fold) for fold in np.split(order, bounds[:2]))
+
+    def _sorted_features(self, X, rows):
+        """Level 1: the references' values of every (layer, dimension), sorted."""
+        out = np.empty((X.shape[1], X.shape[2], len(rows)), dtype=np.float32)
+        for layer in range(X.shape[1]):
+            values = self._layer_values(X, rows, layer, "features")
+            out[layer] = np.sort(np.ascontiguousarray(values.T), axis=1)
+        return out
+
+    # -- scoring -------------------------------------------------------------------------------------
+
+    def pvalues(self, features):
+        """One MaSF p-value per example; small means out-of-distribution.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_examples, n_layers_, hidden_size_) or (n_examples, hidden_size_)
+            Features computed exactly like the calibration features.
+
+        Returns
+        -------
+        p : ndarray of shape (n_examples,)
+            In ``[1 / (N3 + 1), 1]`` in calibrated mode, in ``[0, 1]`` in
+            reference mode (``N3`` = number of level-3 reference examples).
+        """
+        return self.statistics(features).pvalues
+
+    def statistics(self, features):
+        """All intermediate MaSF statistics of new examples.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_examples, n_layers_, hidden_size_) or (n_examples, hidden_size_)
+
+        Returns
+        -------
+        stats : MaSFStatistics
+            Named tuple with ``simes`` (n, n_layers_): per-layer Simes
+            statistics; ``layer_pvalues`` (n, n_layers_): their p-values
+            against the level-2 references; ``fisher`` (n,): the Fisher
+            statistics; ``pvalues`` (n,): the final p-values.
+        """
+        check_is_fitted(self, "level3_reference_")
+        X = _check_features(features, "features", expected=(self.n_layers_, self.hidden_size_))
+        simes = self._simes_statistics(X, None)
+        layer_p = self._layer_pvalues(simes)
+        fisher = self._fisher_from_layer_pvalues(layer_p)
+        n_less, _ = _count_less_equal_1d(self.level3_reference_, fisher)
+        final = _right_tail_pvalues(n_less, self.level3_reference_.size, self.calibration_)
+        return MaSFStatistics(simes, layer_p, fisher, final)
+
+    def _simes_statistics(self, X, rows):
+        """Level 2 statistics: per-layer Simes combination of the dimension p-values.
+
+        ``rows`` selects examples of ``X`` (None = all); examples are processed
+        in chunks so that temporaries stay small.
+        """
+        n = X.shape[0] if rows is None else len(rows)
+        out = np.empty((n, X.shape[1]))
+        n_ref = self.level1_reference_.shape[2]
+        for layer in range(X.shape[1]):
+            searcher = _ColumnSearcher(self.level1_reference_[layer])
+            for start in range(0, n, self.chunk_size):
+                stop = min(start + self.chunk_size, n)
+                chunk = slice(start, stop) if rows is None else rows[start:stop]
+                n_less, n_equal = searcher.counts(self._layer_values(X, chunk, layer, "features"))
+                p = _two_sided_pvalues(n_less, n_equal, n_ref, self.calibration_)
+                out[start:stop, layer] = _simes(p, axis=1)
+        return out
+
+    def _layer_pvalues(self, simes):
+        """Level 2 p-values of Simes statistics (n, n_layers) against the level-2 references."""
+        out = np.empty_like(simes)
+        n_ref = self.level2_reference_.shape[1]
+        for layer, reference in enumerate(self.level2_reference_):
+            n_less, n_equal = _count_less_equal_1d(reference, simes[:, layer])
+            out[:, layer] = _two_sided_pvalues(n_less, n_equal, n_ref, self.calibration_)
+        return out
+
+    def _fisher_from_layer_pvalues(self, layer_p):
+        """Level 3 statistics: Fisher's ``-2 sum_l ln p_l`` (with the reference's +1e-8 if asked)."""
+        eps = _REFERENCE_FISHER_EPS if self.calibration_ == "reference" else 0.0
+        total = np.zeros(layer_p.shape[0])
+        # An explicit loop over layers fixes the summation order (np.sum is pairwise),
+        # which keeps results identical to a one-example-at-a-time computation.
+        for layer in range(layer_p.shape[1]):
+            total += np.log(layer_p[:, layer] + eps)
+        return -2.0 * total
+
+    def _layer_values(self, X, rows, layer, name):
+        """One layer of some examples as float32 (rounded through ``dtype``), checked to be finite."""
+        values = np.asarray(X[rows, layer, :], dtype=np.float32)
+        if self.dtype_ != np.float32:
+            values = values.astype(self.dtype_).astype(np.float32)
+        if not np.isfinite(values).all():
+            example, dim = np.argwhere(~np.isfinite(values))[0]
+            example = np.arange(X.shape[0])[rows][example]
+            where = "" if self.dtype_ == np.float32 else f" after rounding to {self.dtype_}"
+            raise ValueError(f"{name} contains NaN or infinite values{where} (first at example {example}, "
+                             f"layer {layer}, dimension {dim}).")
+        return values
+
+
+class MaSFStatistics(NamedTuple):
+    """Intermediate statistics returned by :meth:`MaSF.statistics`.
+
+    Attributes
+    ----------
+    simes : ndarray of shape (n, n_layers)
+        Per-layer Simes statistics of the dimension p-values.
+    layer_pvalues : ndarray of shape (n, n_layers)
+        P-values of the Simes statistics against the level-2 references.
+    fisher : ndarray of shape (n,)
+        Fisher statistics of the layer p-values.
+    pvalues : ndarray of shape (n,)
+        Final MaSF p-values.
+    """
+
+    simes: np.ndarray
+    layer_pvalues: np.ndarray
+    fisher: np.ndarray
+    pvalues: np.ndarray
+
+
+# -- p-values from counts ----------------------------------------------------------------------------
+
+
+def _two_sided_pvalues(n_less, n_equal, n_ref, calibration):
+    """Two-sided p-values of query values given ``#{a < s}`` and ``#{a == s}`` among ``n_ref`` references."""
+    if calibration == "reference":
+        cdf = n_less / n_ref
+        return np.minimum(cdf, 1.0 - cdf)
+    lower = 1.0 + n_less + n_equal          # 1 + #{a <= s}
+    upper = 1.0 + (n_ref - n_less)          # 1 + #{a >= s}
+    return np.minimum(1.0, 2.0 * np.minimum(lower, upper) / (n_ref + 1))
+
+
+def _right_tail_pvalues(n_less, n_ref, calibration):
+    """Right-sided p-values given ``#{a < s}``: (conformal) fraction of references ``>= s``."""
+    if calibration == "reference":
+        return (n_ref - n_less) / n_ref
+    return (1.0 + n_ref - n_less) / (n_ref + 1)
+
+
+# -- counting in sorted references -------------------------------------------------------------------
+
+
+def _order_keys(values):
+    """uint32 keys with the same order as the float32 ``values`` (so -0.0 and 0.0 tie).
+
+    Flipping the sign bit of non-negative floats and all bits of negative ones
+    gives integers that sort like the floats; integers can then carry a column
+    number in their high bits, which lets one 1-D search serve every column.
+    """
+    bits = (values + np.float32(0.0)).view(np.uint32)   # + 0.0 turns -0.0 into 0.0
+    return np.where(bits >= np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000))
+
+
+class _ColumnSearcher:
+    """Counts ``#{a < s}`` and ``#{a == s}`` per column of sorted float32 references.
+
+    All columns are searched at once in one sorted uint64 array whose keys are
+    ``column << 32 | order_key(value)``, so there is no Python loop over columns.
+    """
+
+    def __init__(self, sorted_columns):
+        n_columns, self.n_ref = sorted_columns.shape
+        self._high = np.arange(n_columns, dtype=np.uint64) << np.uint64(32)
+        self._keys = (self._high[:, None] | _order_keys(sorted_columns)).ravel()
+        self._starts = np.arange(n_columns, dtype=np.int64)[:, None] * self.n_ref
+
+    def counts(self, queries):
+        """Counts for ``queries`` of shape (m, n_columns); returns two int64 arrays of that shape."""
+        m, n_columns = queries.shape
+        # Sorting each column's queries first makes the binary searches walk the
+        # keys in order (numpy reuses the previous position), about 10x faster.
+        packed = (_order_keys(queries.T).astype(np.uint64) << np.uint64(32)) | np.arange(m, dtype=np.uint64)
+        packed.sort(axis=1)
+        rows = (packed & np.uint64(0xFFFFFFFF)).astype(np.intp)
+        needles = self._high[:, None] | (packed >> np.uint64(32))
+        first = np.searchsorted(self._keys, needles, side="left")
+        # Ties: rare for continuous features, the rule for discrete ones; only those need a second search.
+        tied = self._keys[np.minimum(first, self._keys.size - 1)] == needles
+        n_equal = np.zeros(first.shape, dtype=np.int64)
+        n_equal[tied] = np.searchsorted(self._keys, needles[tied], side="right") - first[tied]
+        columns = np.arange(n_columns)[:, None]
+        out_less = np.empty((m, n_columns), dtype=np.int64)
+        out_equal = np.empty((m, n_columns), dtype=np.int64)
+        out_less[rows, columns] = first - self._starts
+        out_equal[rows, columns] = n_equal
+        return out_less, out_equal
+
+
+def _count_less_equal_1d(sorted_reference, queries):
+    """``#{a < s}`` and ``#{a == s}`` for 1-D sorted references (any float dtype)."""
+    first = np.searchsorted(sorted_reference, queries, side="left")
+    return first, np.searchsorted(sorted_reference, queries, side="right") - first
+
+
+def empirical_cdf(reference, values):
+    """Strict empirical CDF ``F(s) = #{a_j < s} / N``, column by column (SPEC.md 6.3).
+
+    This is the ECDF MaSF uses at level 1, computed the same way (values are
+    rounded to float32, all columns searched at once).
+
+    Parameters
+    ----------
+    reference : array-like of shape (N,) or (N, n_columns)
+        Reference sample(s).
+    values : array-like of shape (m,) or (m, n_columns)
+        Points at which to evaluate each column's ECDF.
+
+    Returns
+    -------
+    cdf : ndarray of shape (m,) or (m, n_columns)
+
+    Examples
+    --------
+    >>> from fmmlearn.ood import empirical_cdf
+    >>> empirical_cdf([1.0, 2.0, 2.0, 3.0], [0.0, 2.0, 2.5, 9.0])
+    array([0.  , 0.25, 0.75, 1.  ])
+    """
+    ref = _finite_float_array(reference, "reference", min_size=1)
+    vals = _finite_float_array(values, "values", min_size=0)
+    if ref.ndim not in (1, 2) or vals.ndim != ref.ndim or ref.shape[1:] != vals.shape[1:]:
+        raise ValueError(f"reference and values must both be 1-D, or 2-D with the same number of columns; "
+                         f"got shapes {ref.shape} and {vals.shape}.")
+    searcher = _ColumnSearcher(np.sort(ref.reshape(ref.shape[0], -1).T.astype(np.float32), axis=1))
+    n_less, _ = searcher.counts(vals.reshape(vals.shape[0], -1).astype(np.float32))
+    return (n_less / ref.shape[0]).reshape(vals.shape)
+
+
+# -- combining p-values ------------------------------------------------------------------------------
+
+
+def _simes(p, axis):
+    """Simes' ``min_i p_(i) n / i`` along ``axis`` (no input checks)."""
+    p = np.sort(p, axis=axis)
+    n = p.shape[axis]
+    shape = [1] * p.ndim
+    shape[axis] = n
+    ranks = np.arange(1, n + 1, dtype=np.float64).reshape(shape)
+    return np.min(p * n / ranks, axis=axis)
+
+
+def simes_pvalue(p, axis=-1):
+    """Simes' combined p-value ``min_i p_(i) n / i`` of n p-values.
+
+    It is valid when the p-values are independent or positively dependent,
+    and equals the smallest Benjamini-Hochberg adjusted p-value
+    (``scipy.stats.false_discovery_control(p).min()``).
+
+    Parameters
+    ----------
+    p : array-like
+        P-values in [0, 1].
+    axis : int, default=-1
+        Axis along which to combine.
+
+    Returns
+    -------
+    float or ndarray
+        One combined p-value per slice along ``axis``.
+
+    Examples
+    --------
+    >>> from fmmlearn.ood import simes_pvalue
+    >>> float(simes_pvalue([0.01, 0.04, 0.3, 0.8]))
+    0.04
+    """
+    p = _check_pvalues(p, "p")
+    result = _simes(p, axis=axis)
+    return float(result) if result.ndim == 0 else result
+
+
+def fisher_pvalue(p):
+    """Fisher's combined p-value: survival function of ``-2 sum ln p_i`` under chi-square(2n).
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Independent p-values in [0, 1].  Any ``p = 0`` gives 0.
+
+    Returns
+    -------
+    float
+
+    See Also
+    --------
+    scipy.stats.combine_pvalues : used for the computation.
+
+    Examples
+    --------
+    >>> from fmmlearn.ood import fisher_pvalue
+    >>> round(fisher_pvalue([0.01, 0.2, 0.5]), 4)
+    0.0318
+    """
+    p = _check_pvalues(p, "p").ravel()
+    if np.any(p == 0):
+        return 0.0          # ln 0 = -inf: the statistic is infinite, its p-value 0
+    return float(stats.combine_pvalues(p, method="fisher").pvalue)
+
+
+def _reference_fisher_pvalue(p):
+    """The reference's dataset-level Fisher number: chi-square *CDF* of ``-2 sum ln(p + 1e-8)`` (a bug)."""
+    statistic = -2.0 * np.sum(np.log(p + _REFERENCE_FISHER_EPS))
+    return float(stats.chi2.cdf(statistic, df=2 * p.size))
+
+
+def summarize_pvalues(p, thresholds=DEFAULT_THRESHOLDS, *, reference_fisher=False):
+    """Dataset-level summary of per-example p-values (SPEC.md 6.4).
+
+    Parameters
+    ----------
+    p : array-like of shape (n,)
+        Per-example p-values, e.g. from :meth:`MaSF.pvalues`.
+    thresholds : sequence of float, default=(0.001, 0.005, 0.01, 0.05, 0.1)
+        Levels in (0, 1] at which to report the proportion of ``p < threshold``.
+    reference_fisher : bool, default=False
+        Also report ``fisher_p_reference``, the number the reference code
+        reports: the chi-square CDF (not survival function) of
+        ``-2 sum ln(p + 1e-8)``, i.e. roughly ``1 - fisher_p``.  For parity
+        checks only.
+
+    Returns
+    -------
+    summary : pandas.DataFrame
+        One row per threshold with columns ``threshold``, ``proportion``
+        (fraction of ``p < threshold``), ``simes_p`` (:func:`simes_pvalue` of
+        all p) and ``fisher_p`` (:func:`fisher_pvalue` of all p); the last two
+        are dataset-level and repeat on every row.  Small ``simes_p`` /
+        ``fisher_p`` reject "the whole set is in-distribution".
+
+    Examples
+    --------
+    >>> from fmmlearn.ood import summarize_pvalues
+    >>> summarize_pvalues([0.002, 0.03, 0.2, 0.7], thresholds=(0.01, 0.05))
+       threshold  proportion  simes_p  fisher_p
+    0       0.01        0.25    0.008  0.002915
+    1       0.05        0.50    0.008  0.002915
+    """
+    p = _check_pvalues(p, "p").ravel()
+    levels = _finite_float_array(thresholds, "thresholds", min_size=1).ravel()
+    if np.any((levels <= 0) | (levels > 1)):
+        raise ValueError(f"thresholds must lie in (0, 1]; got {levels.tolist()}.")
+    summary = pd.DataFrame({
+        "threshold": levels,
+        "proportion": (p[None, :] < levels[:, None]).mean(axis=1),
+        "simes_p": _simes(p, axis=0),
+        "fisher_p": fisher_pvalue(p),
+    })
+    if reference_fisher:
+        summary["fisher_p_reference"] = _reference_fisher_pvalue(p)
+    return summary
+
+
+# -- input checks ------------------------------------------------------------------------------------
+
+
+def _check_features(features, name, expected=None):
+    """Validate the rank and shape of a feature array; return it as an (n, layers, hidden) view.
+
+    Finiteness is checked chunk by chunk while scoring, to avoid a full-size temporary.
+    """
+    X = np.asarray(features)
+    if X.ndim == 2:
+        X = X[:, None, :]
+    elif X.ndim != 3:
+        raise ValueError(f"{name} must be a 3-D array (n_examples, n_layers, hidden_size) or a 2-D array "
+                         f"(n_examples, hidden_size); got {X.ndim} dimension(s), shape {X.shape}.")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold real numbers; got dtype {X.dtype}.")
+    if X.shape[0] == 0 or X.shape[1] == 0 or X.shape[2] == 0:
+        raise ValueError(f"{name} is empty: shape {np.shape(features)}.")
+    if expected is not None and X.shape[1:] != tuple(expected):
+        raise ValueError(f"{name} has {X.shape[1]} layer(s) of hidden size {X.shape[2]}, but this MaSF was "
+                         f"fitted on {expected[0]} layer(s) of hidden size {expected[1]}.")
+    return X
+
+
+def _check_fold_fractions(fold_fractions):
+    fractions = np.asarray(fold_fractions, dtype=np.float64)
+    if (fractions.shape != (3,) or not np.all(np.isfinite(fractions)) or np.any(fractions <= 0)
+            or abs(fractions.sum() - 1.0) > 1e-6):
+        raise ValueError("fold_fractions must be 3 positive numbers summing to 1 (level-1, level-2 and "
+                         f"level-3 shares); got {fold_fractions!r}.")
+    return fractions
+
+
+def _finite_float_array(values, name, min_size):
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be numeric; got {type(values).__name__} ({error}).") from None
+    if arr.size < min_size:
+        raise ValueError(f"{name} is empty.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return arr
+
+
+def _check_pvalues(p, name):
+    arr = _finite_float_array(p, name, min_size=1)
+    if np.any((arr < 0) | (arr > 1)):
+        raise ValueError(f"{name} must hold p-values in [0, 1]; got values from {arr.min():g} to {arr.max():g}.")
+    return arr
+
+
+# -- classifier integration (SPEC.md 6.1, 6.2, 6.4) --------------------------------------------------
+# To be added here, on top of the statistics above and the classifier's public methods only:
+#   hidden_state_features(clf, X, ...)  -> (n, L+1, H) float32: max over non-padding positions of every
+#                                          layer's hidden states (embeddings included);
+#   in_distribution_report(clf, X, ...) -> tidy DataFrame (ratio, threshold, proportion, simes_p, fisher_p)
+#                                          from MaSF fitted on the masked validation split and
+#                                          summarize_pvalues of the explainer-masked test sets.

@@ -1,0 +1,150 @@
+"""The skorch masked fine-tuning loop: schedule, optimiser groups, masking, selection."""
+
+import numpy as np
+import pytest
+import torch
+
+from fmmlearn.encoding import encode
+from fmmlearn.training import (
+    BestEpochRestorer,
+    EncodedDataset,
+    concat_encodings,
+    linear_warmup_decay,
+    make_net,
+    mask_encoding,
+    random_masker,
+)
+
+
+def test_schedule_matches_the_hand_computation_of_spec_section_9():
+    lr = [0.1 * linear_warmup_decay(50, 0.06)(s) for s in range(51)]
+    assert lr[:4] == pytest.approx([0.0, 0.1 / 3, 0.2 / 3, 0.1])
+    assert lr[4:] == pytest.approx([0.1 * (50 - s) / 47 for s in range(4, 51)])
+    assert lr[-1] == 0.0
+
+
+def test_schedule_without_warmup_starts_at_the_peak():
+    assert linear_warmup_decay(10, 0.0)(0) == 1.0
+    assert linear_warmup_decay(10, 0.0)(5) == pytest.approx(0.5)
+
+
+@pytest.fixture
+def tiny_net_parts(tiny_model_dir, sentiment_data):
+    from fmmlearn.modeling import load_pretrained
+
+    tokenizer, model = load_pretrained(tiny_model_dir, num_labels=2, id2label={0: "neg", 1: "pos"},
+                                       label2id={"neg": 0, "pos": 1})
+    X, y = sentiment_data
+    encoding = encode(tokenizer, X, is_pair=False, max_length=None)
+    dataset = EncodedDataset(encoding, (y == "pos").astype(int))
+    return tokenizer, model, dataset
+
+
+def _net(model, tokenizer, dataset, valid=None, **kw):
+    params = dict(mask_token_id=tokenizer.mask_token_id, pad_token_id=tokenizer.pad_token_id,
+                  masking_strategy="half-det", max_masking_ratio=1.0, max_epochs=2, batch_size=16,
+                  learning_rate=1e-3, weight_decay=0.01, warmup_ratio=0.25, device=torch.device("cpu"),
+                  autocast_dtype=None, seed=0, metric_name="valid_accuracy",
+                  metric=lambda t, p: float(np.mean(t == p)), verbose=0)
+    params.update(kw)
+    return make_net(model, train_dataset=dataset, valid_dataset=valid, **params)
+
+
+def test_adamw_skips_weight_decay_on_biases_and_layernorm(tiny_net_parts):
+    tokenizer, model, dataset = tiny_net_parts
+    net = _net(model, tokenizer, dataset).initialize()
+    names = {id(p): n for n, p in net.module_.named_parameters()}
+    assert isinstance(net.optimizer_, torch.optim.AdamW)
+    for group in net.optimizer_.param_groups:
+        for p in group["params"]:
+            exempt = names[id(p)].endswith("bias") or "LayerNorm" in names[id(p)]
+            assert group["weight_decay"] == (0.0 if exempt else 0.01), names[id(p)]
+    assert sum(len(g["params"]) for g in net.optimizer_.param_groups) == len(names)
+
+
+def test_training_batches_are_masked_with_half_det_and_validation_batches_are_not(tiny_net_parts):
+    tokenizer, model, dataset = tiny_net_parts
+    net = _net(model, tokenizer, dataset).initialize()
+    train_loader = net.get_iterator(dataset, training=True)
+    valid_loader = net.get_iterator(dataset, training=False)
+    mask = tokenizer.mask_token_id
+    for (x, _), _ in zip(train_loader, range(5)):
+        rows = x["input_ids"].shape[0]
+        has_mask = (x["input_ids"] == mask).any(dim=1)
+        assert not has_mask[: rows // 2].any()
+        ids, attention = x["input_ids"], x["attention_mask"]
+        last = attention.sum(dim=1) - 1
+        assert (ids[:, 0] == tokenizer.cls_token_id).all()
+        assert (ids[torch.arange(rows), last] == tokenizer.sep_token_id).all()
+        assert (ids[attention == 0] == tokenizer.pad_token_id).all()
+    for x, _ in valid_loader:
+        assert not (x["input_ids"] == mask).any()
+
+
+def test_masks_are_redrawn_every_epoch_but_reproducible(tiny_net_parts):
+    tokenizer, model, dataset = tiny_net_parts
+
+    def epoch_ids(net):
+        return [x["input_ids"].clone() for x, _ in net.get_iterator(dataset, training=True)]
+
+    a = _net(model, tokenizer, dataset).initialize()
+    b = _net(model, tokenizer, dataset).initialize()
+    loader_a = a.get_iterator(dataset, training=True)
+    first = [x["input_ids"].clone() for x, _ in loader_a]
+    second = [x["input_ids"].clone() for x, _ in loader_a]
+    assert any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(first, second))
+    assert all(torch.equal(x, y) for x, y in zip(first, epoch_ids(b)))
+
+
+def test_lr_follows_the_schedule_in_optimisation_steps(tiny_net_parts):
+    tokenizer, model, dataset = tiny_net_parts
+    net = _net(model, tokenizer, dataset, valid=None, max_epochs=2)
+    net.fit(dataset, y=None)
+    steps = 2 * -(-len(dataset) // 16)
+    expected = [1e-3 * linear_warmup_decay(steps, 0.25)(s) for s in range(steps)]
+    recorded = [b["event_lr"] for epoch in net.history for b in epoch["batches"] if "event_lr" in b]
+    assert recorded == pytest.approx(expected)
+
+
+def test_best_epoch_is_restored_and_ties_keep_the_earlier_epoch():
+    class FakeNet:
+        def __init__(self):
+            self.module_ = torch.nn.Linear(1, 1, bias=False)
+            self.history = FakeHistory()
+
+    class FakeHistory(list):
+        def record(self, key, value):
+            self[-1][key] = value
+
+        def __getitem__(self, item):
+            if isinstance(item, tuple):
+                return list.__getitem__(self, item[0])[item[1]]
+            return list.__getitem__(self, item)
+
+    net, cb = FakeNet(), BestEpochRestorer("valid_acc")
+    cb.on_train_begin(net)
+    for epoch, (score, weight) in enumerate([(0.5, 1.0), (0.8, 2.0), (0.8, 3.0), (0.6, 4.0)], start=1):
+        net.history.append({"epoch": epoch, "valid_acc": score})
+        with torch.no_grad():
+            net.module_.weight.fill_(weight)
+        cb.on_epoch_end(net)
+    cb.on_train_end(net)
+    assert net.module_.weight.item() == 2.0
+    assert cb.best_epoch_ == 2
+    assert [h["valid_acc_best"] for h in net.history] == [True, True, False, False]
+
+
+def test_validation_both_is_clean_plus_one_fixed_masked_copy(tiny_net_parts):
+    tokenizer, _, dataset = tiny_net_parts
+    enc = dataset.encoding
+    masker = random_masker(1.0, tokenizer.mask_token_id, seed=5)
+    masked = mask_encoding(enc, masker, tokenizer.pad_token_id)
+    again = mask_encoding(enc, random_masker(1.0, tokenizer.mask_token_id, seed=5), tokenizer.pad_token_id)
+    assert all(np.array_equal(a, b) for a, b in zip(masked.input_ids, again.input_ids))
+    assert all(len(a) == len(b) for a, b in zip(masked.input_ids, enc.input_ids))
+    fraction = np.mean(np.concatenate([m[~s] == tokenizer.mask_token_id
+                                       for m, s in zip(masked.input_ids, enc.special_tokens_mask)]))
+    assert 0.3 < fraction < 0.7  # ~ U[0,1) ratio averaged: 0.5
+    both = concat_encodings(enc, masked)
+    assert len(both) == 2 * len(enc)
+    assert all(np.array_equal(a, b) for a, b in zip(both.input_ids[: len(enc)], enc.input_ids))
