@@ -20,6 +20,7 @@ paper's in-sample procedure and the calibrated default.
 from __future__ import annotations
 
 import numbers
+import sys
 import warnings
 from typing import NamedTuple
 
@@ -105,10 +106,13 @@ class MaSF(BaseEstimator):
     array ``(n_examples, hidden_size)`` is read as a single layer; Fisher's
     step then only re-calibrates that layer's p-value.
 
-    Each ECDF lookup is a binary search in sorted references: fitting costs
-    ``O(N log N)`` per (layer, dimension) and scoring ``O(log N)`` per example
-    and feature.  The level-1 references take as much memory as the
-    calibration features in float32.
+    Fitting sorts each (layer, dimension) column of the calibration features
+    once, ``O(N log N)``, and reads every calibration example's ECDF counts off
+    that order; scoring is a vectorised binary search, ``O(log N)`` per example
+    and feature, over chunks of ``chunk_size`` examples.  The level-1
+    references take as much memory as their features in float32
+    (``n_layers * hidden_size * 4`` bytes per example); fitting needs about
+    ``22 * N * hidden_size`` bytes of temporaries on top.
 
     Examples
     --------
@@ -162,13 +166,33 @@ class MaSF(BaseEstimator):
         folds = self._fold_indices(X.shape[0])
         self.n_calibration_, self.n_layers_, self.hidden_size_ = X.shape
         self.fold_indices_ = folds
-        self.level1_reference_ = self._sorted_features(X, folds[0])
-        simes = self._simes_statistics(X, folds[1])
-        self.level2_reference_ = np.ascontiguousarray(np.sort(simes, axis=0).T)
-        if self.calibration_ == "calibrated":      # in reference mode level 3 reuses level 2's examples
-            simes = self._simes_statistics(X, folds[2])
-        self.level3_reference_ = np.sort(self._fisher_from_layer_pvalues(self._layer_pvalues(simes)))
+        self.level1_reference_, simes = self._fit_level1(X, folds[0])
+        self.level2_reference_ = np.ascontiguousarray(np.sort(simes[folds[1]], axis=0).T)
+        level3 = self._fisher_from_layer_pvalues(self._layer_pvalues(simes[folds[2]]))
+        self.level3_reference_ = np.sort(level3)
         return self
+
+    def _fit_level1(self, X, reference_rows):
+        """Sorted level-1 references and the Simes statistics of every calibration example.
+
+        Every example is compared with the level-1 references by one sort of
+        each (layer, dimension) column of all examples, rather than a binary
+        search per example.
+        """
+        n, n_layers, hidden = X.shape
+        is_reference = np.zeros(n, dtype=bool)
+        is_reference[reference_rows] = True
+        references = np.empty((n_layers, hidden, len(reference_rows)), dtype=np.float32)
+        simes = np.empty((n, n_layers))
+        for layer in range(n_layers):
+            values = self._layer_values(X, slice(None), layer)
+            references[layer] = (values if len(reference_rows) == n else values[reference_rows]).T
+            references[layer].sort(axis=1)
+            n_less, n_equal = _in_sample_counts(values, is_reference)
+            del values
+            for chunk in _chunks(n, self.chunk_size):
+                simes[chunk, layer] = self._simes_of_counts(n_less[chunk], n_equal[chunk], len(reference_rows))
+        return references, simes
 
     def _checked_dtype(self):
         dtype = np.dtype(self.dtype)
@@ -190,7 +214,7 @@ class MaSF(BaseEstimator):
         if sizes.min() < _MIN_FOLD_SIZE:
             raise ValueError(
                 f"features has {n} examples, too few for calibration='calibrated' with fold_fractions="
-                f"{tuple(float(f) for f in fractions)}: the folds would get {tuple(int(s) for s in sizes)} "
+                f"({', '.join(f'{f:.3g}' for f in fractions)}): the folds would get {tuple(int(s) for s in sizes)} "
                 f"examples and each needs at least {_MIN_FOLD_SIZE}. Give more calibration examples, "
                 "change fold_fractions, or use calibration='reference'.")
         if 1.0 / (sizes[2] + 1) > 0.05:
@@ -200,14 +224,6 @@ class MaSF(BaseEstimator):
         order = check_random_state(self.random_state).permutation(n)
         # Sorted indices keep memory access to the features in order.
         return tuple(np.sort(fold) for fold in np.split(order, bounds[:2]))
-
-    def _sorted_features(self, X, rows):
-        """Level 1: the references' values of every (layer, dimension), sorted."""
-        out = np.empty((X.shape[1], X.shape[2], len(rows)), dtype=np.float32)
-        for layer in range(X.shape[1]):
-            values = self._layer_values(X, rows, layer, "features")
-            out[layer] = np.sort(np.ascontiguousarray(values.T), axis=1)
-        return out
 
     # -- scoring -------------------------------------------------------------------------------------
 
@@ -244,31 +260,27 @@ class MaSF(BaseEstimator):
         """
         check_is_fitted(self, "level3_reference_")
         X = _check_features(features, "features", expected=(self.n_layers_, self.hidden_size_))
-        simes = self._simes_statistics(X, None)
+        simes = self._simes_statistics(X)
         layer_p = self._layer_pvalues(simes)
         fisher = self._fisher_from_layer_pvalues(layer_p)
         n_less, _ = _count_less_equal_1d(self.level3_reference_, fisher)
         final = _right_tail_pvalues(n_less, self.level3_reference_.size, self.calibration_)
         return MaSFStatistics(simes, layer_p, fisher, final)
 
-    def _simes_statistics(self, X, rows):
-        """Level 2 statistics: per-layer Simes combination of the dimension p-values.
-
-        ``rows`` selects examples of ``X`` (None = all); examples are processed
-        in chunks so that temporaries stay small.
-        """
-        n = X.shape[0] if rows is None else len(rows)
-        out = np.empty((n, X.shape[1]))
-        n_ref = self.level1_reference_.shape[2]
-        for layer in range(X.shape[1]):
-            searcher = _ColumnSearcher(self.level1_reference_[layer])
-            for start in range(0, n, self.chunk_size):
-                stop = min(start + self.chunk_size, n)
-                chunk = slice(start, stop) if rows is None else rows[start:stop]
-                n_less, n_equal = searcher.counts(self._layer_values(X, chunk, layer, "features"))
-                p = _two_sided_pvalues(n_less, n_equal, n_ref, self.calibration_)
-                out[start:stop, layer] = _simes(p, axis=1)
+    def _simes_statistics(self, X):
+        """Level 2 statistics of new examples: per-layer Simes combination of the dimension p-values."""
+        out = np.empty((X.shape[0], X.shape[1]))
+        for layer, references in enumerate(self.level1_reference_):
+            for chunk in _chunks(X.shape[0], self.chunk_size):      # bounds the temporaries
+                n_less, n_equal = _search_counts(references, self._layer_values(X, chunk, layer))
+                out[chunk, layer] = self._simes_of_counts(n_less, n_equal, references.shape[1])
         return out
+
+    def _simes_of_counts(self, n_less, n_equal, n_ref):
+        """Per-example Simes statistic of the level-1 p-values given ECDF counts (m, hidden)."""
+        tail = np.ascontiguousarray(_tail_counts(n_less, n_equal, n_ref, self.calibration_), dtype=np.int32)
+        tail.sort(axis=1)                       # sorts the p-values too, see _tail_counts
+        return _simes_of_sorted(_two_sided_from_tail(tail, n_ref, self.calibration_), axis=1)
 
     def _layer_pvalues(self, simes):
         """Level 2 p-values of Simes statistics (n, n_layers) against the level-2 references."""
@@ -289,16 +301,17 @@ class MaSF(BaseEstimator):
             total += np.log(layer_p[:, layer] + eps)
         return -2.0 * total
 
-    def _layer_values(self, X, rows, layer, name):
+    def _layer_values(self, X, rows, layer):
         """One layer of some examples as float32 (rounded through ``dtype``), checked to be finite."""
         values = np.asarray(X[rows, layer, :], dtype=np.float32)
         if self.dtype_ != np.float32:
-            values = values.astype(self.dtype_).astype(np.float32)
+            with np.errstate(over="ignore"):          # overflow becomes inf, reported below
+                values = values.astype(self.dtype_).astype(np.float32)
         if not np.isfinite(values).all():
             example, dim = np.argwhere(~np.isfinite(values))[0]
             example = np.arange(X.shape[0])[rows][example]
             where = "" if self.dtype_ == np.float32 else f" after rounding to {self.dtype_}"
-            raise ValueError(f"{name} contains NaN or infinite values{where} (first at example {example}, "
+            raise ValueError(f"features contains NaN or infinite values{where} (first at example {example}, "
                              f"layer {layer}, dimension {dim}).")
         return values
 
@@ -327,14 +340,27 @@ class MaSFStatistics(NamedTuple):
 # -- p-values from counts ----------------------------------------------------------------------------
 
 
+def _tail_counts(n_less, n_equal, n_ref, calibration):
+    """Size of the smaller tail, given ``#{a < s}`` and ``#{a == s}`` among ``n_ref`` references.
+
+    Reference: ``min(#{a < s}, #{a >= s})``, so that ``min(F, 1 - F) = tail / N``.
+    Calibrated: ``min(#{a <= s}, #{a >= s})``.  Two-sided p-values are increasing
+    in it, so sorting these integers sorts the p-values (faster than sorting floats).
+    """
+    lower = n_less if calibration == "reference" else n_less + n_equal
+    return np.minimum(lower, n_ref - n_less)
+
+
+def _two_sided_from_tail(tail, n_ref, calibration):
+    """Two-sided p-values from :func:`_tail_counts`: ``min(F, 1 - F)`` or the doubled conformal one."""
+    if calibration == "reference":
+        return tail / n_ref
+    return np.minimum(1.0, 2.0 * (1.0 + tail) / (n_ref + 1))
+
+
 def _two_sided_pvalues(n_less, n_equal, n_ref, calibration):
     """Two-sided p-values of query values given ``#{a < s}`` and ``#{a == s}`` among ``n_ref`` references."""
-    if calibration == "reference":
-        cdf = n_less / n_ref
-        return np.minimum(cdf, 1.0 - cdf)
-    lower = 1.0 + n_less + n_equal          # 1 + #{a <= s}
-    upper = 1.0 + (n_ref - n_less)          # 1 + #{a >= s}
-    return np.minimum(1.0, 2.0 * np.minimum(lower, upper) / (n_ref + 1))
+    return _two_sided_from_tail(_tail_counts(n_less, n_equal, n_ref, calibration), n_ref, calibration)
 
 
 def _right_tail_pvalues(n_less, n_ref, calibration):
@@ -351,46 +377,102 @@ def _order_keys(values):
     """uint32 keys with the same order as the float32 ``values`` (so -0.0 and 0.0 tie).
 
     Flipping the sign bit of non-negative floats and all bits of negative ones
-    gives integers that sort like the floats; integers can then carry a column
-    number in their high bits, which lets one 1-D search serve every column.
+    gives integers that sort like the floats; packed with a row number in the
+    low bits, one integer sort yields both the order and the permutation.
     """
-    bits = (values + np.float32(0.0)).view(np.uint32)   # + 0.0 turns -0.0 into 0.0
-    return np.where(bits >= np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000))
+    bits = np.add(values, np.float32(0.0), dtype=np.float32).view(np.uint32)   # + 0.0 turns -0.0 into 0.0
+    negative = bits >= np.uint32(0x80000000)
+    np.invert(bits, out=bits, where=negative)
+    np.bitwise_or(bits, np.uint32(0x80000000), out=bits, where=~negative)
+    return bits
 
 
-class _ColumnSearcher:
-    """Counts ``#{a < s}`` and ``#{a == s}`` per column of sorted float32 references.
+def _chunks(n, size):
+    """Consecutive slices of at most ``size`` covering ``range(n)``."""
+    return [slice(start, min(start + size, n)) for start in range(0, n, size)]
 
-    All columns are searched at once in one sorted uint64 array whose keys are
-    ``column << 32 | order_key(value)``, so there is no Python loop over columns.
+
+def _in_sample_counts(values, is_reference):
+    """``#{a < v}`` and ``#{a == v}`` for every entry ``v`` of ``values`` among the reference rows.
+
+    ``values`` is (n, columns) float32 and ``is_reference`` (n,) marks the rows
+    that are references; counts are per column and returned as (n, columns)
+    int32.  One sort per column of all rows replaces n binary searches.
+    Temporaries are updated in place: this runs on whole calibration layers.
     """
+    n, n_columns = values.shape
+    packed = _order_keys(np.ascontiguousarray(values.T)).astype(np.uint64)
+    packed <<= np.uint64(32)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort(axis=1)                                       # by value; the low word keeps the row
+    keys = packed.view(np.uint32)[:, 1::2] if sys.byteorder == "little" else packed.view(np.uint32)[:, ::2]
+    new_value = np.ones(packed.shape, dtype=bool)             # first of a run of equal values
+    new_value[:, 1:] = keys[:, 1:] != keys[:, :-1]
+    del keys
+    packed &= np.uint64(0xFFFFFFFF)
+    rows = packed.view(np.int64)
+    reference = is_reference[rows]
+    at_most = np.cumsum(reference, axis=1, dtype=np.int32)    # references at or before each position
+    # Counts only grow along the sorted order, so a running max (min from the right)
+    # copies the count at the start (end) of each run of equal values over the run.
+    n_less = at_most - reference
+    n_less *= new_value
+    np.maximum.accumulate(n_less, axis=1, out=n_less)
+    np.putmask(at_most[:, :-1], ~new_value[:, 1:], n)
+    backwards = at_most[:, ::-1]
+    np.minimum.accumulate(backwards, axis=1, out=backwards)
+    at_most -= n_less                                         # now #{a == v}
+    del reference, new_value, backwards
+    rows += np.arange(0, n_columns * n, n, dtype=np.int64)[:, None]   # flat positions in (columns, n)
+    less = _scatter(n_less, rows)
+    del n_less
+    return less, _scatter(at_most, rows)
 
-    def __init__(self, sorted_columns):
-        n_columns, self.n_ref = sorted_columns.shape
-        self._high = np.arange(n_columns, dtype=np.uint64) << np.uint64(32)
-        self._keys = (self._high[:, None] | _order_keys(sorted_columns)).ravel()
-        self._starts = np.arange(n_columns, dtype=np.int64)[:, None] * self.n_ref
 
-    def counts(self, queries):
-        """Counts for ``queries`` of shape (m, n_columns); returns two int64 arrays of that shape."""
-        m, n_columns = queries.shape
-        # Sorting each column's queries first makes the binary searches walk the
-        # keys in order (numpy reuses the previous position), about 10x faster.
-        packed = (_order_keys(queries.T).astype(np.uint64) << np.uint64(32)) | np.arange(m, dtype=np.uint64)
-        packed.sort(axis=1)
-        rows = (packed & np.uint64(0xFFFFFFFF)).astype(np.intp)
-        needles = self._high[:, None] | (packed >> np.uint64(32))
-        first = np.searchsorted(self._keys, needles, side="left")
-        # Ties: rare for continuous features, the rule for discrete ones; only those need a second search.
-        tied = self._keys[np.minimum(first, self._keys.size - 1)] == needles
-        n_equal = np.zeros(first.shape, dtype=np.int64)
-        n_equal[tied] = np.searchsorted(self._keys, needles[tied], side="right") - first[tied]
-        columns = np.arange(n_columns)[:, None]
-        out_less = np.empty((m, n_columns), dtype=np.int64)
-        out_equal = np.empty((m, n_columns), dtype=np.int64)
-        out_less[rows, columns] = first - self._starts
-        out_equal[rows, columns] = n_equal
-        return out_less, out_equal
+def _scatter(sorted_counts, targets):
+    """Put counts in sorted order back in row order; returns an (n, columns) view."""
+    n_columns, n = sorted_counts.shape
+    out = np.empty(n_columns * n, dtype=sorted_counts.dtype)
+    out[targets] = sorted_counts
+    return out.reshape(n_columns, n).T
+
+
+def _count_at_most(flat, starts, n, needles, strict):
+    """Branchless binary search: ``#{a < x}`` (strict) or ``#{a <= x}`` in ``flat[start:start + n]``.
+
+    Each needle ``x`` has its own sorted range of length ``n`` starting at
+    ``start``; all needles move in lock-step, ``ceil(log2 n)`` vectorised steps.
+    """
+    below = np.less if strict else np.less_equal
+    base = starts.copy()
+    size = n
+    while size > 1:
+        half = size // 2
+        probe = base + half
+        np.copyto(base, probe, where=below(flat[probe], needles))
+        size -= half
+    base += below(flat[base], needles)
+    return base - starts
+
+
+def _search_counts(sorted_columns, queries):
+    """``#{a < s}`` and ``#{a == s}`` per column of sorted float32 references (columns, N).
+
+    ``queries`` is (m, columns) float32; returns two int64 arrays of that shape.
+    Needles are laid out column by column, so each column's searches stay
+    within its own (cache-sized) stretch of references.
+    """
+    n_columns, n_ref = sorted_columns.shape
+    m = queries.shape[0]
+    flat = sorted_columns.ravel()
+    needles = np.ascontiguousarray(queries.T).ravel()
+    starts = np.repeat(np.arange(0, n_columns * n_ref, n_ref, dtype=np.intp), m)
+    n_less = _count_at_most(flat, starts, n_ref, needles, strict=True)
+    # Ties: rare for continuous features, the rule for discrete ones; only those need a second search.
+    tied = flat[starts + np.minimum(n_less, n_ref - 1)] == needles
+    n_equal = np.zeros_like(n_less)
+    n_equal[tied] = _count_at_most(flat, starts[tied], n_ref, needles[tied], strict=False) - n_less[tied]
+    return n_less.reshape(n_columns, m).T, n_equal.reshape(n_columns, m).T
 
 
 def _count_less_equal_1d(sorted_reference, queries):
@@ -427,8 +509,8 @@ def empirical_cdf(reference, values):
     if ref.ndim not in (1, 2) or vals.ndim != ref.ndim or ref.shape[1:] != vals.shape[1:]:
         raise ValueError(f"reference and values must both be 1-D, or 2-D with the same number of columns; "
                          f"got shapes {ref.shape} and {vals.shape}.")
-    searcher = _ColumnSearcher(np.sort(ref.reshape(ref.shape[0], -1).T.astype(np.float32), axis=1))
-    n_less, _ = searcher.counts(vals.reshape(vals.shape[0], -1).astype(np.float32))
+    sorted_columns = np.sort(ref.reshape(ref.shape[0], -1).T.astype(np.float32), axis=1)
+    n_less, _ = _search_counts(sorted_columns, vals.reshape(vals.shape[0], -1).astype(np.float32))
     return (n_less / ref.shape[0]).reshape(vals.shape)
 
 
@@ -437,7 +519,11 @@ def empirical_cdf(reference, values):
 
 def _simes(p, axis):
     """Simes' ``min_i p_(i) n / i`` along ``axis`` (no input checks)."""
-    p = np.sort(p, axis=axis)
+    return _simes_of_sorted(np.sort(p, axis=axis), axis)
+
+
+def _simes_of_sorted(p, axis):
+    """Simes' statistic of p-values already sorted along ``axis``."""
     n = p.shape[axis]
     shape = [1] * p.ndim
     shape[axis] = n

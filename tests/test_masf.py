@@ -1,0 +1,309 @@
+"""MaSF in-distribution test (SPEC.md 6, 9): calibration, power, parity with a brute-force loop."""
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+
+from fmmlearn.ood import MaSF, empirical_cdf, fisher_pvalue, simes_pvalue, summarize_pvalues
+
+# Tiny calibration sets in parity tests cannot reach p < 0.05; that warning is expected there.
+pytestmark = pytest.mark.filterwarnings("ignore:The level-3 fold has only:UserWarning")
+
+LAYERS, HIDDEN = 13, 768          # roberta-base / BERT-base: embeddings + 12 layers
+
+
+@pytest.fixture(scope="module")
+def gaussian():
+    """Independent standard-normal features with the paper's shapes: calibration and fresh examples."""
+    rng = np.random.default_rng(1)
+    return (rng.standard_normal((3000, LAYERS, HIDDEN), dtype=np.float32),
+            rng.standard_normal((2000, LAYERS, HIDDEN), dtype=np.float32))
+
+
+@pytest.fixture(scope="module")
+def calibrated(gaussian):
+    return MaSF().fit(gaussian[0])
+
+
+# -- calibration and power on paper-sized synthetic features ------------------------------------------
+
+
+def test_calibrated_false_positive_rate_is_nominal(gaussian, calibrated):
+    p = calibrated.pvalues(gaussian[1])
+    assert 0.03 <= np.mean(p < 0.05) <= 0.07
+    assert np.mean(p < 0.10) <= 0.13
+    assert p.min() >= 1 / (calibrated.level3_reference_.size + 1)   # conformal floor, never 0
+
+
+def test_calibrated_mode_stays_calibrated_with_correlated_dimensions():
+    """The conformal guarantee does not assume independent features (SPEC.md 6.5's correlated case)."""
+    rng = np.random.default_rng(2)
+    def features(n):
+        shared = rng.standard_normal((n, 4, 1), dtype=np.float32)
+        return np.float32(0.7) * rng.standard_normal((n, 4, 64), dtype=np.float32) + np.float32(0.7) * shared
+    p = MaSF().fit(features(3000)).pvalues(features(3000))
+    assert 0.03 <= np.mean(p < 0.05) <= 0.07
+
+
+@pytest.mark.parametrize("name, transform", [
+    ("mean shift 0.5 sd", lambda x: x + np.float32(0.5)),
+    ("scale 1.1", lambda x: x * np.float32(1.1)),
+])
+def test_calibrated_flags_shifted_distributions(gaussian, calibrated, name, transform):
+    p = calibrated.pvalues(transform(gaussian[1][:400]))
+    assert np.mean(p < 0.05) >= 0.9, name
+
+
+def test_reference_procedure_is_anti_conservative(gaussian):
+    """SPEC.md 6.5: in-sample calibration flags far more than 5 % of in-distribution examples."""
+    masf = MaSF(calibration="reference").fit(gaussian[0][:1000])
+    p = masf.pvalues(gaussian[1][:1000])
+    assert np.mean(p < 0.05) > 0.25 and np.mean(p < 0.01) > 0.1
+    summary = summarize_pvalues(p).iloc[0]           # and the whole (in-distribution) set is rejected
+    assert summary["simes_p"] < 0.05 and summary["fisher_p"] < 1e-6
+
+
+# -- degenerate features (SPEC.md 9) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("calibration", ["reference", "calibrated"])
+def test_constant_features_score_one(calibration):
+    features = np.full((60, 3, 5), 0.25, dtype=np.float32)
+    np.testing.assert_array_equal(MaSF(calibration, random_state=0).fit(features).pvalues(features), 1.0)
+
+
+def test_discrete_features_score_one_against_own_calibration_set():
+    features = np.random.default_rng(0).integers(0, 2, size=(80, 3, 40)).astype(np.float32)
+    np.testing.assert_array_equal(MaSF("reference").fit(features).pvalues(features), 1.0)
+
+
+# -- ECDF ----------------------------------------------------------------------------------------------
+
+
+def test_ecdf_matches_gaussian_cdf():
+    reference = np.random.default_rng(0).standard_normal(10_000)
+    grid = np.linspace(-3, 3, 601)
+    assert np.max(np.abs(empirical_cdf(reference, grid) - stats.norm.cdf(grid))) < 0.015
+
+
+def test_ecdf_is_strict_and_columnwise_with_ties():
+    reference = np.array([[-0.0, 5.0], [0.0, 5.0], [1.0, 6.0], [2.0, 5.0]])
+    values = np.array([[0.0, 5.0], [0.5, 5.5], [-1.0, 7.0]])
+    expected = np.array([[0.0, 0.0], [0.5, 0.75], [0.0, 1.0]])   # -0.0 and 0.0 tie
+    np.testing.assert_array_equal(empirical_cdf(reference, values), expected)
+
+
+# -- brute-force parity --------------------------------------------------------------------------------
+
+
+def _brute_force(calibration, level1, level2, level3, queries):
+    """MaSF one example and one comparison at a time, O(N^2) (SPEC.md 6.3; calibrated per docs/ood.md)."""
+    layers, hidden = queries.shape[1:]
+
+    def two_sided(reference, value):
+        less = sum(1 for a in reference if a < value)
+        if calibration == "reference":             # min(F, 1 - F), F = less / N, kept in integers
+            return min(less, len(reference) - less) / len(reference)
+        at_most, at_least = sum(1 for a in reference if a <= value), len(reference) - less
+        return min(1.0, 2.0 * min(1.0 + at_most, 1.0 + at_least) / (len(reference) + 1))
+
+    def simes(ps):
+        ps = sorted(ps)
+        return min(p * len(ps) / (i + 1) for i, p in enumerate(ps))
+
+    def simes_per_layer(x):
+        return [simes([two_sided(level1[:, l, d], x[l, d]) for d in range(hidden)]) for l in range(layers)]
+
+    level2_simes = [simes_per_layer(x) for x in level2]
+    eps = 1e-8 if calibration == "reference" else 0.0
+
+    def fisher(s):
+        total = 0.0
+        for l in range(layers):
+            total += np.log(two_sided([r[l] for r in level2_simes], s[l]) + eps)
+        return -2.0 * total
+
+    level3_fisher = [fisher(simes_per_layer(x)) for x in level3]
+
+    def final(x):
+        at_least = sum(1 for v in level3_fisher if v >= fisher(simes_per_layer(x)))
+        n = len(level3_fisher)
+        return at_least / n if calibration == "reference" else (1.0 + at_least) / (n + 1)
+
+    return np.array([final(x) for x in queries])
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """N = 30 calibration examples of 3 x 5 features rounded to 0.1, so ties are common."""
+    rng = np.random.default_rng(3)
+    cal = np.round(rng.standard_normal((30, 3, 5)), 1).astype(np.float32)
+    new = np.round(rng.standard_normal((12, 3, 5)) * 1.3, 1).astype(np.float32)
+    return cal, new
+
+
+def test_reference_mode_equals_brute_force(tiny):
+    cal, new = tiny
+    masf = MaSF("reference").fit(cal)
+    queries = np.concatenate([cal, new])
+    expected = _brute_force("reference", cal, cal, cal, queries)
+    np.testing.assert_array_equal(masf.pvalues(queries), expected)
+
+
+def test_fit_and_scoring_count_the_same_way(tiny):
+    """Fitting reads in-sample counts off one sort; scoring searches: both give the same statistics."""
+    cal = tiny[0]
+    masf = MaSF("reference").fit(cal)
+    np.testing.assert_array_equal(np.sort(masf.statistics(cal).fisher), masf.level3_reference_)
+    np.testing.assert_array_equal(np.sort(masf.statistics(cal).simes, axis=0).T, masf.level2_reference_)
+
+
+def test_calibrated_mode_equals_brute_force(tiny):
+    cal, new = tiny
+    masf = MaSF(random_state=5).fit(cal)
+    folds = [cal[idx] for idx in masf.fold_indices_]
+    np.testing.assert_array_equal(masf.pvalues(new), _brute_force("calibrated", *folds, new))
+
+
+def test_folds_are_disjoint_and_cover_the_calibration_set(tiny):
+    folds = MaSF(fold_fractions=(0.5, 0.3, 0.2), random_state=1).fit(tiny[0]).fold_indices_
+    assert [len(f) for f in folds] == [15, 9, 6]
+    np.testing.assert_array_equal(np.sort(np.concatenate(folds)), np.arange(30))
+
+
+def test_results_do_not_depend_on_chunk_size_or_layout(tiny):
+    cal, new = tiny
+    expected = MaSF(random_state=0).fit(cal).statistics(new)
+    chunked = MaSF(random_state=0, chunk_size=4).fit(cal).statistics(new)
+    for got, want in zip(chunked, expected):
+        np.testing.assert_array_equal(got, want)
+    single = MaSF("reference").fit(cal[:, 0, :]).pvalues(new[:, 0, :])       # 2-D = one layer
+    np.testing.assert_array_equal(single, MaSF("reference").fit(cal[:, :1]).pvalues(new[:, :1]))
+    as_float64 = MaSF("reference").fit(cal.astype(np.float64)).pvalues(new.astype(np.float64))
+    np.testing.assert_array_equal(as_float64, MaSF("reference").fit(cal).pvalues(new))
+
+
+def test_float16_rounds_features_before_comparing():
+    rng = np.random.default_rng(0)
+    cal, new = rng.standard_normal((40, 2, 6)), rng.standard_normal((10, 2, 6))
+    half = MaSF("reference", dtype="float16").fit(cal).pvalues(new)
+    rounded = MaSF("reference").fit(cal.astype(np.float16)).pvalues(new.astype(np.float16))
+    np.testing.assert_array_equal(half, rounded)
+
+
+def test_statistics_fields_and_clone(tiny):
+    masf = MaSF("reference").fit(tiny[0])
+    result = masf.statistics(tiny[1])
+    assert result.simes.shape == result.layer_pvalues.shape == (12, 3)
+    assert result.fisher.shape == result.pvalues.shape == (12,)
+    np.testing.assert_array_equal(result.pvalues, masf.pvalues(tiny[1]))
+    assert masf.level1_reference_.shape == (3, 5, 30) and masf.level1_reference_.dtype == np.float32
+    with pytest.raises(NotFittedError):
+        clone(masf).pvalues(tiny[1])
+
+
+# -- dataset-level summaries ---------------------------------------------------------------------------
+
+
+def test_simes_pvalue_by_hand_and_against_benjamini_hochberg():
+    assert simes_pvalue([0.01, 0.04, 0.3, 0.8]) == pytest.approx(0.04)     # min(0.04, 0.08, 0.4, 0.8)
+    assert simes_pvalue([0.5, 0.2]) == pytest.approx(0.4)                  # min(0.4, 0.5)
+    p = np.random.default_rng(0).uniform(size=200) ** 2
+    assert simes_pvalue(p) == pytest.approx(stats.false_discovery_control(p).min())
+    np.testing.assert_allclose(simes_pvalue(np.array([[0.01, 0.04], [0.5, 0.2]])), [0.02, 0.4])
+
+
+def test_fisher_pvalue_by_hand():
+    p = np.array([0.01, 0.2, 0.5])
+    statistic = -2 * (np.log(0.01) + np.log(0.2) + np.log(0.5))
+    assert fisher_pvalue(p) == pytest.approx(stats.chi2.sf(statistic, df=6))
+    assert fisher_pvalue([0.0, 0.9]) == 0.0
+    assert fisher_pvalue([1.0, 1.0]) == pytest.approx(1.0)
+
+
+def test_summarize_pvalues_columns_and_values():
+    p = np.array([0.0005, 0.004, 0.02, 0.05, 0.3, 0.9, 1.0, 0.07])
+    summary = summarize_pvalues(p, reference_fisher=True)
+    assert list(summary.columns) == ["threshold", "proportion", "simes_p", "fisher_p", "fisher_p_reference"]
+    np.testing.assert_allclose(summary["threshold"], [0.001, 0.005, 0.01, 0.05, 0.1])
+    np.testing.assert_allclose(summary["proportion"], [1 / 8, 2 / 8, 2 / 8, 3 / 8, 5 / 8])   # strict p < t
+    assert summary["simes_p"].iloc[0] == pytest.approx(0.0005 * 8)
+    statistic = -2 * np.sum(np.log(p))
+    assert summary["fisher_p"].iloc[0] == pytest.approx(stats.chi2.sf(statistic, df=16))
+    reference = stats.chi2.cdf(-2 * np.sum(np.log(p + 1e-8)), df=16)     # the reference's CDF bug
+    assert summary["fisher_p_reference"].iloc[0] == pytest.approx(reference)
+    assert "fisher_p_reference" not in summarize_pvalues(p).columns
+
+
+# -- bad input -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fitted_small():
+    return MaSF().fit(np.random.default_rng(0).standard_normal((60, 3, 4)))
+
+
+@pytest.mark.parametrize("features, message", [
+    (np.zeros((5, 3, 4, 2)), "3-D array"),
+    (np.zeros(5), "got 1 dimension"),
+    (np.zeros((5, 2, 4)), "2 layer.*fitted on 3 layer"),
+    (np.zeros((5, 3, 6)), "hidden size 6.*hidden size 4"),
+    (np.zeros((5, 4)), "1 layer"),
+    (np.zeros((0, 3, 4)), "empty"),
+    (np.full((5, 3, 4), "a"), "real numbers"),
+])
+def test_pvalues_rejects_bad_shapes(fitted_small, features, message):
+    with pytest.raises(ValueError, match=message):
+        fitted_small.pvalues(features)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_features_are_located(fitted_small, bad):
+    features = np.zeros((5, 3, 4))
+    features[2, 1, 3] = bad
+    with pytest.raises(ValueError, match=r"NaN or infinite.*example 2, layer 1, dimension 3"):
+        fitted_small.pvalues(features)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        MaSF().fit(np.concatenate([features] * 4))
+
+
+def test_float16_overflow_is_reported():
+    with pytest.raises(ValueError, match="after rounding to float16"):
+        MaSF("reference", dtype="float16").fit(np.full((4, 1, 2), 1e6))
+
+
+def test_too_few_calibration_examples():
+    with pytest.raises(ValueError, match=r"5 examples.*\(0.333, 0.333, 0.333\).*\(2, 1, 2\).*at least 2"):
+        MaSF().fit(np.zeros((5, 1, 3)))
+    with pytest.raises(ValueError, match="at least 2"):
+        MaSF("reference").fit(np.zeros((1, 1, 3)))
+    with pytest.warns(UserWarning, match="no p-value can be below"):
+        MaSF().fit(np.random.default_rng(0).standard_normal((30, 1, 3)))
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"fold_fractions": (0.5, 0.5)}, "fold_fractions"),
+    ({"fold_fractions": (0.6, 0.3, 0.3)}, "fold_fractions"),
+    ({"fold_fractions": (1.0, 0.0, 0.0)}, "fold_fractions"),
+    ({"dtype": "float64"}, "dtype"),
+    ({"calibration": "in-sample"}, "calibration"),
+    ({"chunk_size": 0}, "chunk_size"),
+])
+def test_bad_parameters(params, message):
+    with pytest.raises(ValueError, match=message):
+        MaSF(**params).fit(np.zeros((30, 1, 2)))
+
+
+@pytest.mark.parametrize("p, message", [
+    ([0.5, 1.5], r"\[0, 1\]"), ([0.5, np.nan], "NaN"), ([], "empty"), (["x"], "numeric"),
+])
+def test_summaries_reject_bad_pvalues(p, message):
+    with pytest.raises(ValueError, match=message):
+        summarize_pvalues(p)
+
+
+def test_summaries_reject_bad_thresholds():
+    with pytest.raises(ValueError, match="thresholds"):
+        summarize_pvalues([0.5], thresholds=(0.05, 1.5))
