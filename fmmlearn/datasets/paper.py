@@ -1,0 +1,679 @@
+"""The paper's datasets (SPEC.md 1.2-1.4): a registry and one loader.
+
+:func:`load_paper_dataset` returns the paper's train / validation / test splits
+of each dataset with its segment fields, label names and primary metric. Data
+comes from the Hugging Face hub through the optional ``datasets`` package
+(online, or its local cache), from local files in the hub's formats
+(``data_files=`` / ``data_dir=``), or, for bAbI, from
+:func:`~fmmlearn.datasets.make_babi`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._common import LABEL, frame_to_bunch
+from .babi import BABI_LOCATIONS, make_babi
+
+__all__ = [
+    "DatasetSpec",
+    "DatasetUnavailableError",
+    "PaperDataset",
+    "clean_mimic_text",
+    "get_dataset_spec",
+    "list_paper_datasets",
+    "load_paper_dataset",
+]
+
+SPLITS = ("train", "validation", "test")
+
+
+class DatasetUnavailableError(OSError):
+    """A dataset can be neither loaded from the hub or its cache nor from local files."""
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """How the paper uses one dataset (one row of SPEC.md 1.3).
+
+    Parameters
+    ----------
+    name : str
+        Registry key, e.g. ``"sst2"``, ``"babi-1"``, ``"mimic-a"``.
+    title : str
+        The paper's name, e.g. ``"SST2"``.
+    field_a : str
+        Column of segment A, the only segment masked by explanations.
+    field_b : str or None
+        Column of segment B (pair tasks), or None.
+    target_names : tuple of str
+        Class labels in the source's label-id order.
+    primary_metric : str
+        Metric for checkpoint selection and RACU (a :func:`fmmlearn.metrics.get_metric` name).
+    secondary_metrics : tuple of str
+        Metrics also logged.
+    max_epochs : int
+        The paper's number of training epochs.
+    majority_baseline : float
+        Primary metric of always predicting the majority training class, on test.
+    sizes : tuple of int
+        The paper's (train, validation, test) sizes.
+    source : {"hub", "babi", "local"}
+        Where the data comes from by default: the Hugging Face hub, fmmlearn's
+        bAbI generator, or local files only (MIMIC).
+    hub_path, hub_config : str or None
+        Hugging Face dataset id and configuration.
+    label_field : str
+        Label column in the source.
+    splits : {"train80", "original"}
+        ``"train80"``: train = first 80 % of the source's train split,
+        validation = the last 20 %, test = ``test_split``. ``"original"``: the
+        source's train / validation / test splits.
+    test_split : str
+        Source split used as test by ``"train80"``.
+    drop_unlabeled : bool
+        Drop rows without a gold label (``-1`` or ``"-"``), as for SNLI; for
+        other datasets such rows are an error.
+    babi_task : int or None
+        bAbI task number for the generator.
+    extra_fields : tuple of str
+        Per-sample source columns kept when present (bAbI: the supporting facts).
+    """
+
+    name: str
+    title: str
+    field_a: str
+    field_b: str | None
+    target_names: tuple
+    primary_metric: str
+    secondary_metrics: tuple
+    max_epochs: int
+    majority_baseline: float
+    sizes: tuple
+    source: str = "hub"
+    hub_path: str | None = None
+    hub_config: str | None = None
+    label_field: str = LABEL
+    splits: str = "train80"
+    test_split: str = "validation"
+    drop_unlabeled: bool = False
+    babi_task: int | None = None
+    extra_fields: tuple = ()
+
+    @property
+    def segments(self) -> tuple:
+        """Field names of the segments: ``(field_a,)`` or ``(field_a, field_b)``."""
+        return (self.field_a,) if self.field_b is None else (self.field_a, self.field_b)
+
+    @property
+    def metrics(self) -> tuple:
+        """Primary metric followed by the secondary ones."""
+        return (self.primary_metric, *self.secondary_metrics)
+
+    def source_split(self, split: str) -> str:
+        """Name of the source split that the paper's ``split`` is drawn from."""
+        if self.splits == "original":
+            return split
+        return self.test_split if split == "test" else "train"
+
+
+def _glue(name, title, a, b, labels, metric, also, epochs, majority, sizes, **kw):
+    return DatasetSpec(name, title, a, b, labels, metric, also, epochs, majority, sizes,
+                       hub_path="nyu-mll/glue", hub_config=name, **kw)
+
+
+def _babi(task, majority):
+    return DatasetSpec(f"babi-{task}", f"bAbI-{task}", "paragraph", "question", BABI_LOCATIONS, "micro_f1",
+                       ("accuracy",), 20, majority, (8000, 2000, 1000), source="babi", label_field="answer",
+                       test_split="test", babi_task=task,
+                       extra_fields=("supporting_facts", "supporting_spans", "story"))
+
+
+def _mimic(letter, title, majority, sizes):
+    return DatasetSpec(f"mimic-{letter}", title, "text", None, ("negative", "positive"), "macro_f1",
+                       ("accuracy",), 20, majority, sizes, source="local", splits="original")
+
+
+_NLI3 = ("entailment", "neutral", "contradiction")
+
+_REGISTRY = {spec.name: spec for spec in (
+    _babi(1, 0.149),
+    _babi(2, 0.187),
+    _babi(3, 0.185),
+    DatasetSpec("boolq", "BoolQ", "passage", "question", ("False", "True"), "accuracy", (), 15, 0.622,
+                (7542, 1885, 3270), hub_path="aps/super_glue", hub_config="boolq"),
+    DatasetSpec("cb", "CB", "premise", "hypothesis", ("entailment", "contradiction", "neutral"), "macro_f1",
+                ("accuracy",), 50, 0.222, (200, 50, 56), hub_path="aps/super_glue", hub_config="cb"),
+    _glue("cola", "CoLA", "sentence", None, ("unacceptable", "acceptable"), "matthew", ("accuracy",), 15, 0.0,
+          (6841, 1710, 1043)),
+    DatasetSpec("imdb", "IMDB", "text", None, ("neg", "pos"), "macro_f1", ("accuracy",), 10, 0.333,
+                (20000, 5000, 25000), hub_path="stanfordnlp/imdb", hub_config="plain_text", test_split="test"),
+    _mimic("a", "MIMIC-a (Anemia)", 0.389, (4262, 729, 1243)),
+    _mimic("d", "MIMIC-d (Diabetes)", 0.445, (8066, 1573, 1729)),
+    _glue("mnli", "MNLI", "premise", "hypothesis", _NLI3, "accuracy", (), 10, 0.354, (314162, 78540, 9815),
+          test_split="validation_matched"),
+    _glue("mrpc", "MRPC", "sentence1", "sentence2", ("not_equivalent", "equivalent"), "macro_f1", ("accuracy",),
+          20, 0.406, (2934, 734, 408)),
+    _glue("qnli", "QNLI", "sentence", "question", ("entailment", "not_entailment"), "accuracy", (), 20, 0.505,
+          (83794, 20949, 5463)),
+    _glue("qqp", "QQP", "question1", "question2", ("not_duplicate", "duplicate"), "macro_f1", ("accuracy",), 10,
+          0.387, (291077, 72769, 40430)),
+    _glue("rte", "RTE", "sentence1", "sentence2", ("entailment", "not_entailment"), "accuracy", (), 30, 0.473,
+          (1992, 498, 277)),
+    DatasetSpec("snli", "SNLI", "premise", "hypothesis", _NLI3, "accuracy", ("macro_f1",), 10, 0.343,
+                (549367, 9842, 9824), hub_path="stanfordnlp/snli", hub_config="plain_text", splits="original",
+                drop_unlabeled=True),
+    _glue("sst2", "SST2", "sentence", None, ("negative", "positive"), "accuracy", ("macro_f1",), 10, 0.509,
+          (53879, 13470, 872)),
+    _glue("wnli", "WNLI", "sentence1", "sentence2", ("not_entailment", "entailment"), "accuracy", (), 20, 0.437,
+          (508, 127, 71)),
+)}
+
+_ALIASES = {"sst-2": "sst2", "mimic-anemia": "mimic-a", "mimic-diabetes": "mimic-d",
+            **{f"babi{t}": f"babi-{t}" for t in (1, 2, 3)}}
+
+
+def list_paper_datasets() -> list[str]:
+    """Names accepted by :func:`load_paper_dataset`.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> list_paper_datasets()[:4]
+    ['babi-1', 'babi-2', 'babi-3', 'boolq']
+    """
+    return sorted(_REGISTRY)
+
+
+def get_dataset_spec(name: str) -> DatasetSpec:
+    """Look up a dataset of the paper by name.
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`list_paper_datasets`; case, ``_``/``-`` and the
+        paper's spellings (``"bAbI-1"``, ``"MIMIC-a"``, ``"SST-2"``) are accepted.
+
+    Returns
+    -------
+    DatasetSpec
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown.
+
+    Examples
+    --------
+    >>> get_dataset_spec("QNLI").segments
+    ('sentence', 'question')
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str; got {type(name).__name__}.")
+    key = name.strip().lower().replace("_", "-")
+    key = _ALIASES.get(key, key)
+    if key not in _REGISTRY:
+        raise ValueError(f"unknown dataset name {name!r}; valid names are {list_paper_datasets()}.")
+    return _REGISTRY[key]
+
+
+@dataclass(frozen=True)
+class PaperDataset:
+    """The three splits of one of the paper's datasets.
+
+    Parameters
+    ----------
+    spec : DatasetSpec
+        The registry entry.
+    train, validation, test : sklearn.utils.Bunch
+        The splits, as returned by ``load_paper_dataset(name, split=...)``.
+
+    Examples
+    --------
+    >>> ds = load_paper_dataset("babi-1")
+    >>> ds.primary_metric, len(ds["train"].data), len(ds.test.data)
+    ('micro_f1', 8000, 1000)
+    """
+
+    spec: DatasetSpec
+    train: object
+    validation: object
+    test: object
+
+    @property
+    def name(self) -> str:
+        """Registry name."""
+        return self.spec.name
+
+    @property
+    def primary_metric(self) -> str:
+        """The paper's primary metric for this dataset."""
+        return self.spec.primary_metric
+
+    @property
+    def target_names(self) -> list:
+        """Class labels."""
+        return list(self.spec.target_names)
+
+    @property
+    def segments(self) -> tuple:
+        """Segment field names (A, or A and B)."""
+        return self.spec.segments
+
+    def __getitem__(self, split: str):
+        if split not in SPLITS:
+            raise KeyError(f"split must be one of {SPLITS}; got {split!r}.")
+        return getattr(self, split)
+
+
+def clean_mimic_text(text: str) -> str:
+    """Normalise a MIMIC-III discharge summary as the paper does (SPEC.md 1.3).
+
+    Lower-case; de-identification brackets ``[** ... **]`` become ``<DE>``; a
+    run of one repeated non-alphanumeric character becomes one; any
+    whitespace-delimited chunk containing a digit becomes ``[DIGITS]``;
+    whitespace is collapsed to single spaces.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> clean_mimic_text("Seen by [**Dr. Smith**] on 3/4 -- BP 120/80!!")
+    'seen by <DE> on [DIGITS] - bp [DIGITS]'
+    """
+    text = text.lower()
+    text = re.sub(r"\[\*\*.*?\*\*\]", " <DE> ", text)
+    text = re.sub(r"([^a-z0-9\s])\1+", r"\1", text)
+    text = re.sub(r"\S*\d\S*", " [DIGITS] ", text)
+    return " ".join(text.split())
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def load_paper_dataset(
+    name,
+    split=None,
+    *,
+    cache_dir=None,
+    data_files=None,
+    data_dir=None,
+    columns=None,
+    as_frame=False,
+    random_state=0,
+    clean_text=True,
+    **load_kwargs,
+):
+    """Load one of the paper's datasets with the paper's splits.
+
+    Splits (SPEC.md 1.2): train = the first 80 % of the source's train split,
+    validation = its last 20 %, test = the source's validation split (MNLI:
+    ``validation_matched``; IMDB and bAbI: the test split). SNLI and MIMIC use
+    their original train / validation / test splits; SNLI rows without a gold
+    label are dropped.
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`list_paper_datasets`: ``sst2``, ``imdb``, ``mnli``,
+        ``snli``, ``qnli``, ``qqp``, ``rte``, ``mrpc``, ``cola``, ``wnli``,
+        ``boolq``, ``cb``, ``babi-1``, ``babi-2``, ``babi-3``, ``mimic-a``,
+        ``mimic-d``.
+    split : {"train", "validation", "test"}, default=None
+        Return only this split (only its source files are read); None
+        returns all three as a :class:`PaperDataset`.
+    cache_dir : str or path, default=None
+        Hugging Face datasets cache (default: ``HF_DATASETS_CACHE``).
+    data_files : str, path or mapping, default=None
+        Local files instead of the hub, keyed by **source** split name (as on
+        the hub: ``{"train": ..., "validation": ...}``; MNLI needs
+        ``"validation_matched"``, IMDB ``"test"``); a value may be a list of
+        shards. A single path means ``{"train": path}``. Formats by suffix:
+        ``.parquet``, ``.csv``, ``.tsv``, ``.json`` / ``.jsonl`` (JSON Lines or a
+        JSON array). Columns as on the hub (see :class:`DatasetSpec`), or
+        renamed with ``columns``.
+    data_dir : str or path, default=None
+        A local directory instead of the hub: either a ``save_to_disk``
+        DatasetDict, or files named after the source splits
+        (``train.csv``, ``train-00000-of-00001.parquet``,
+        ``<config>/validation_matched-00000-of-00001.parquet`` as in a clone of
+        the hub repository, or ``<split>/*.parquet``).
+    columns : mapping, default=None
+        Rename source columns to the registry's field names, e.g. for a MIMIC
+        export ``{"text": "TEXT", "label": "diagnosis"}`` (registry field ->
+        your column).
+    as_frame : bool, default=False
+        Return ``data`` as a Series / DataFrame and ``target`` as a Series.
+    random_state : int, default=0
+        Seed of the bAbI generator (ignored otherwise): train and validation
+        come from 10,000 generated samples, test from 1,000 drawn independently.
+    clean_text : bool, default=True
+        MIMIC only: apply :func:`clean_mimic_text` to the texts.
+    **load_kwargs
+        Passed on to :func:`datasets.load_dataset` (e.g. ``revision=``).
+
+    Returns
+    -------
+    PaperDataset or sklearn.utils.Bunch
+        A split is a Bunch with ``data`` (list of str, or of ``(a, b)`` tuples
+        for pair tasks), ``target`` (NumPy array of label names),
+        ``target_names``, ``feature_names`` (= ``segments``), ``frame``,
+        ``DESCR``, and metadata ``name``, ``split``, ``primary_metric``,
+        ``secondary_metrics``, ``segments``, ``max_epochs``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` or ``split`` is unknown, or the data has unexpected labels.
+    DatasetUnavailableError
+        If the dataset is not cached and the hub cannot be reached (offline),
+        or MIMIC is asked for without local files.
+    ModuleNotFoundError
+        If hub or ``save_to_disk`` data is needed and ``datasets`` is not installed.
+
+    Examples
+    --------
+    >>> babi = load_paper_dataset("babi-2", split="test")
+    >>> babi.primary_metric, babi.segments, len(babi.data)
+    ('micro_f1', ('paragraph', 'question'), 1000)
+    """
+    spec = get_dataset_spec(name)
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS} or None; got {split!r}.")
+    if data_files is not None and data_dir is not None:
+        raise ValueError("pass data_files or data_dir, not both.")
+    wanted = SPLITS if split is None else (split,)
+    source = _Source(spec, cache_dir, data_files, data_dir, columns, random_state, clean_text, load_kwargs)
+    bunches = {s: _split_bunch(spec, s, source.paper_split(s), as_frame) for s in wanted}
+    return bunches[split] if split is not None else PaperDataset(spec, **bunches)
+
+
+def _split_bunch(spec, split, frame, as_frame):
+    return frame_to_bunch(
+        frame,
+        feature_names=spec.segments,
+        target_names=spec.target_names,
+        descr=_describe(spec, split),
+        as_frame=as_frame,
+        name=spec.name,
+        split=split,
+        primary_metric=spec.primary_metric,
+        secondary_metrics=list(spec.secondary_metrics),
+        segments=spec.segments,
+        max_epochs=spec.max_epochs,
+    )
+
+
+def _describe(spec, split):
+    origin = {
+        "hub": f"Hugging Face dataset {spec.hub_path!r}, configuration {spec.hub_config!r} (or local copies)",
+        "babi": "generated by fmmlearn.datasets.make_babi (bAbI-style), or local copies",
+        "local": "MIMIC-III (PhysioNet Credentialed Health Data License 1.5.0), local files",
+    }[spec.source]
+    if spec.splits == "train80":
+        rule = f"train = first 80% of the source train split, validation = last 20%, test = '{spec.test_split}'"
+    else:
+        rule = "the source's own train/validation/test splits"
+        rule += ", rows without a gold label dropped" if spec.drop_unlabeled else ""
+    segments = f"segment A (masked) = {spec.field_a!r}" + (f", segment B = {spec.field_b!r}" if spec.field_b else "")
+    return (
+        f"{spec.title}, {split} split (paper size {spec.sizes[SPLITS.index(split)]})\n\n"
+        f"Source: {origin}.\nSplits: {rule}.\nInput: {segments}.\n"
+        f"Labels: {', '.join(spec.target_names)}.\n"
+        f"Primary metric: {spec.primary_metric} (also {', '.join(spec.secondary_metrics) or 'none'}); "
+        f"max epochs {spec.max_epochs}; majority-class baseline {spec.majority_baseline}.\n"
+        "See SPEC.md sections 1.2-1.4 (Madsen et al., ICML 2024)."
+    )
+
+
+class _Source:
+    """Reads source splits once each (hub, local files or generator) and cuts the paper's splits."""
+
+    def __init__(self, spec, cache_dir, data_files, data_dir, columns, random_state, clean_text, load_kwargs):
+        self.spec, self.cache_dir, self.load_kwargs = spec, cache_dir, load_kwargs
+        self.data_files = _normalise_data_files(data_files)
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self.columns, self.random_state, self.clean_text = dict(columns or {}), random_state, clean_text
+        self._frames = {}
+
+    def paper_split(self, split: str) -> pd.DataFrame:
+        frame = self.frame(self.spec.source_split(split))
+        if self.spec.splits == "original" or split == "test":
+            return frame
+        cut = (8 * len(frame) + 5) // 10  # round(0.8 n) without float error, like TFDS percent slicing
+        return frame.iloc[:cut] if split == "train" else frame.iloc[cut:]
+
+    def frame(self, source_split: str) -> pd.DataFrame:
+        if source_split not in self._frames:
+            raw, label_names = self._read(source_split)
+            self._frames[source_split] = self._standardise(raw, label_names, source_split)
+        return self._frames[source_split]
+
+    def _read(self, source_split):
+        spec = self.spec
+        if self.data_files is not None:
+            return _read_files(self.data_files, source_split, "data_files"), None
+        if self.data_dir is not None:
+            return _read_dir(self.data_dir, spec.hub_config, source_split, spec.label_field)
+        if spec.source == "babi":
+            return _generate_babi(spec.babi_task, source_split, self.random_state), None
+        if spec.source == "local":
+            raise DatasetUnavailableError(
+                f"{spec.title} is not public: MIMIC-III needs credentialed PhysioNet access "
+                "(https://doi.org/10.13026/C2XW26). Export train/validation/test CSV files with columns "
+                "'text' and 'label' (see docs/datasets.md) and pass "
+                f"load_paper_dataset({spec.name!r}, data_files={{'train': ..., 'validation': ..., 'test': ...}}) "
+                "or data_dir=."
+            )
+        return _load_hub(spec, source_split, self.cache_dir, self.load_kwargs)
+
+    def _standardise(self, raw, label_names, source_split):
+        spec = self.spec
+        renames = {self.columns.get(f, f): f for f in (*spec.segments, spec.label_field) if f in self.columns}
+        raw = raw.rename(columns=renames)
+        fields = [*spec.segments, spec.label_field]
+        missing = [f for f in fields if f not in raw.columns]
+        if missing:
+            raise ValueError(
+                f"{spec.title} split {source_split!r} lacks column(s) {missing}; found {list(raw.columns)}. "
+                "Rename them with columns={field: your_column}."
+            )
+        labels, keep = _label_names(raw[spec.label_field], label_names or spec.target_names, spec, source_split)
+        kept = [*spec.segments, *(f for f in spec.extra_fields if f in raw.columns)]
+        frame = raw.loc[keep, kept].reset_index(drop=True)
+        for field in spec.segments:
+            _check_texts(frame[field], f"{spec.title} {source_split!r} column {field!r}")
+        if spec.source == "local" and self.clean_text:
+            frame[spec.field_a] = frame[spec.field_a].map(clean_mimic_text)
+        frame[LABEL] = labels
+        return frame
+
+
+def _generate_babi(task, source_split, random_state):
+    # independent streams for the two source splits, fixed by random_state
+    train_seed, test_seed = np.random.SeedSequence(random_state).spawn(2)
+    if source_split == "train":
+        return make_babi(task, 10000, random_state=np.random.default_rng(train_seed)).frame.rename(
+            columns={LABEL: "answer"})
+    if source_split == "test":
+        return make_babi(task, 1000, random_state=np.random.default_rng(test_seed)).frame.rename(
+            columns={LABEL: "answer"})
+    raise ValueError(f"bAbI has no source split {source_split!r}.")
+
+
+def _label_names(values, names, spec, source_split):
+    """Map a label column (ids, bools or names) to names; return (names, rows kept)."""
+    where = f"{spec.title} split {source_split!r}"
+    values = pd.Series(values).reset_index(drop=True)
+    if pd.api.types.is_bool_dtype(values):
+        values = values.astype(int)
+    if pd.api.types.is_numeric_dtype(values):
+        unlabeled = values < 0
+        ids = values[~unlabeled]
+        bad = ids[(ids >= len(names)) | (ids != ids.round())]
+        if len(bad):
+            raise ValueError(f"{where}: label ids must be in 0..{len(names) - 1}; got {bad.iloc[0]!r}.")
+        mapped = ids.astype(int).map(dict(enumerate(names)))
+    else:
+        values = values.astype(str)
+        unlabeled = values.isin(["-", "-1", ""])
+        mapped = values[~unlabeled]
+    unknown = sorted(set(mapped) - set(spec.target_names))
+    if unknown:
+        raise ValueError(f"{where}: unknown labels {unknown[:5]}; expected {list(spec.target_names)}.")
+    if unlabeled.any() and not spec.drop_unlabeled:
+        raise ValueError(f"{where}: {int(unlabeled.sum())} rows have no gold label (-1); expected labelled data.")
+    return mapped.to_numpy(dtype=str), (~unlabeled).to_numpy()
+
+
+def _check_texts(column, where):
+    not_str = ~column.map(lambda v: isinstance(v, str))
+    if not_str.any():
+        row = int(np.flatnonzero(not_str.to_numpy())[0])
+        raise ValueError(f"{where}: row {row} is {column.iloc[row]!r}; expected a string.")
+
+
+# ----------------------------------------------------------------------------- local files
+
+
+def _read_json(path):
+    try:  # JSON Lines, the hub's usual layout
+        return pd.read_json(path, lines=True, dtype=False)
+    except ValueError:
+        return pd.read_json(path, dtype=False)
+
+
+_READERS = {
+    ".parquet": pd.read_parquet,
+    ".csv": partial(pd.read_csv, keep_default_na=False),
+    ".tsv": partial(pd.read_csv, sep="\t", keep_default_na=False),
+    ".json": _read_json,
+    ".jsonl": _read_json,
+}
+
+
+def _normalise_data_files(data_files):
+    if data_files is None:
+        return None
+    if isinstance(data_files, (str, os.PathLike)):
+        return {"train": [Path(data_files)]}
+    if not isinstance(data_files, Mapping):
+        raise TypeError(f"data_files must be a path or a mapping split -> path(s); got {type(data_files).__name__}.")
+    return {
+        split: [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
+        for split, paths in data_files.items()
+    }
+
+
+def _read_files(files_by_split, source_split, argname):
+    if source_split not in files_by_split:
+        raise ValueError(
+            f"{argname} has no files for source split {source_split!r}; got splits {sorted(files_by_split)}."
+        )
+    frames = []
+    for path in files_by_split[source_split]:
+        reader = _READERS.get(path.suffix.lower())
+        if reader is None:
+            raise ValueError(f"{argname}: cannot read {path}; expected one of {sorted(_READERS)}.")
+        if not path.exists():
+            raise FileNotFoundError(f"{argname}: {path} does not exist.")
+        frames.append(reader(path))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _matches_split(path: Path, root: Path, split: str) -> bool:
+    stem = path.name.split(".")[0]
+    parents = path.relative_to(root).parts[:-1]
+    return stem == split or stem.startswith(f"{split}-") or stem.endswith(f"-{split}") or split in parents
+
+
+def _read_dir(data_dir, config, source_split, label_field):
+    if not data_dir.is_dir():
+        raise FileNotFoundError(f"data_dir {data_dir} is not a directory.")
+    if (data_dir / "dataset_dict.json").exists():  # datasets.DatasetDict.save_to_disk
+        return _load_from_disk(data_dir, source_split, label_field)
+    root = data_dir / config if config and (data_dir / config).is_dir() else data_dir
+    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in _READERS and _matches_split(p, root, source_split))
+    if not files:
+        raise FileNotFoundError(
+            f"data_dir {root} has no {'/'.join(sorted(_READERS))} file for source split {source_split!r} "
+            f"(looked for {source_split}.*, {source_split}-*.*, *-{source_split}.* and {source_split}/*)."
+        )
+    return _read_files({source_split: files}, source_split, "data_dir"), None
+
+
+def _load_from_disk(data_dir, source_split, label_field):
+    datasets = _import_datasets()
+    dataset_dict = datasets.load_from_disk(str(data_dir))
+    if source_split not in dataset_dict:
+        raise ValueError(f"data_dir {data_dir} has no split {source_split!r}; found {list(dataset_dict)}.")
+    return _to_frame(dataset_dict[source_split], label_field)
+
+
+# ----------------------------------------------------------------------------- the hub
+
+
+def _import_datasets():
+    try:
+        import datasets
+    except ImportError as exc:
+        raise ModuleNotFoundError(
+            "loading the paper's datasets from the Hugging Face hub needs the 'datasets' package: "
+            "`pip install datasets` (or `pip install fmmlearn[hub]`); or pass local files with data_files=."
+        ) from exc
+    return datasets
+
+
+def _to_frame(dataset, label_field):
+    """A datasets.Dataset as a DataFrame, with its label names when the label is a ClassLabel."""
+    feature = dataset.features.get(label_field)
+    names = tuple(feature.names) if hasattr(feature, "names") and hasattr(feature, "str2int") else None
+    return dataset.to_pandas(), names
+
+
+def _is_offline() -> bool:
+    flags = (os.environ.get(v, "").upper() for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return any(flag in {"1", "ON", "YES", "TRUE"} for flag in flags)
+
+
+def _load_hub(spec, source_split, cache_dir, load_kwargs):
+    datasets = _import_datasets()
+    kwargs = {"cache_dir": None if cache_dir is None else str(cache_dir), **load_kwargs}
+    try:
+        try:
+            dataset = datasets.load_dataset(spec.hub_path, spec.hub_config, split=source_split, **kwargs)
+        except RuntimeError as exc:
+            # datasets >= 4 refuses loading scripts; every hub dataset also has a Parquet export
+            if "scripts are no longer supported" not in str(exc) or "revision" in kwargs:
+                raise
+            dataset = datasets.load_dataset(spec.hub_path, spec.hub_config, split=source_split,
+                                            revision="refs/convert/parquet", **kwargs)
+    except Exception as exc:
+        if not (_is_offline() or isinstance(exc, ConnectionError)):
+            raise
+        where = f" at {cache_dir}" if cache_dir is not None else " (HF_DATASETS_CACHE)"
+        raise DatasetUnavailableError(
+            f"{spec.title} ({spec.hub_path!r}, configuration {spec.hub_config!r}, split {source_split!r}) is "
+            f"not in the Hugging Face datasets cache{where} and the hub cannot be reached "
+            f"({type(exc).__name__}: {exc}). Run load_paper_dataset({spec.name!r}) once online to cache it, "
+            "set HF_DATASETS_CACHE (or cache_dir=) to a cache that holds it, or pass local files with "
+            "data_files= or data_dir=."
+        ) from exc
+    return _to_frame(dataset, spec.label_field)

@@ -1,0 +1,191 @@
+"""make_babi: every answer and supporting fact re-derived by an independent reader of the text."""
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fmmlearn.datasets import make_babi, train_test_split_bunch
+
+LOCATIONS = ["garden", "hallway", "kitchen", "office", "bedroom", "bathroom"]
+
+MOVE = re.compile(r"^(\w+) (?:moved|went|journeyed|travelled|went back) to the (\w+)\.$")
+GRAB = re.compile(r"^(\w+) (?:picked up|got|grabbed|took) the (\w+)(?: there)?\.$")
+DROP = re.compile(r"^(\w+) (?:dropped|discarded|put down|left) the (\w+)(?: there)?\.$")
+QUESTIONS = {
+    1: re.compile(r"^Where is (\w+)\?$"),
+    2: re.compile(r"^Where is the (\w+)\?$"),
+    3: re.compile(r"^Where was the (\w+) before the (\w+)\?$"),
+}
+
+
+def parse(paragraph):
+    """Sentences as (kind, person, thing) with kind in move/grab/drop; fails on anything else."""
+    events = []
+    for sentence in re.split(r"(?<=\.) ", paragraph):
+        for kind, pattern in (("move", MOVE), ("grab", GRAB), ("drop", DROP)):
+            match = pattern.match(sentence)
+            if match:
+                events.append((kind, *match.groups()))
+                break
+        else:
+            raise AssertionError(f"unparseable sentence {sentence!r}")
+    return events
+
+
+def check_story_is_possible(events):
+    """Objects are only taken when free and present, and only put down by whoever holds them."""
+    place, holder, lying = {}, {}, {}
+    for kind, person, thing in events:
+        if kind == "move":
+            assert place.get(person) != thing, "moves go somewhere new"
+            place[person] = thing
+            continue
+        assert person in place, "people handle objects only once we know where they are"
+        if kind == "grab":
+            assert thing not in holder and lying.get(thing, place[person]) == place[person]
+            holder[thing] = person
+            lying.pop(thing, None)
+        else:
+            assert holder.pop(thing) == person
+            lying[thing] = place[person]
+
+
+def last_move_before(events, person, end):
+    """Index of the person's latest move among events[:end]."""
+    return max(i for i in range(end) if events[i][0] == "move" and events[i][1] == person)
+
+
+def where_person(events, person):
+    i = last_move_before(events, person, len(events))
+    return events[i][2], [i]
+
+
+def where_object(events, obj):
+    """Backward scan: the object's latest pick-up or put-down decides (task 2)."""
+    i = max(i for i, (kind, _, thing) in enumerate(events) if kind != "move" and thing == obj)
+    kind, person, _ = events[i]
+    end = i if kind == "drop" else len(events)  # carried: wherever the carrier is now
+    move = last_move_before(events, person, end)
+    return events[move][2], sorted({i, move})
+
+
+def object_timeline(events, obj):
+    """[(location, fact that put it there, pick-up that carried it there)] by replaying prefixes."""
+    timeline = []
+    for t in range(1, len(events) + 1):
+        prefix = events[:t]
+        if not any(kind != "move" and thing == obj for kind, _, thing in prefix):
+            continue
+        location, _ = where_object(prefix, obj)
+        if timeline and timeline[-1][0] == location:
+            continue
+        grab = max(i for i, (kind, _, thing) in enumerate(prefix) if kind == "grab" and thing == obj)
+        put = t - 1 if timeline else last_move_before(events, events[grab][1], grab)
+        timeline.append((location, put, grab))
+    return timeline
+
+
+def where_before(events, obj, location):
+    timeline = object_timeline(events, obj)
+    visits = [k for k, (loc, _, _) in enumerate(timeline) if loc == location]
+    assert len(visits) == 1 and visits[0] >= 1, "the question must be unambiguous"
+    (before, put_before, _), (_, put, grab) = timeline[visits[0] - 1], timeline[visits[0]]
+    return before, sorted({put_before, grab, put})
+
+
+def simulate(task, paragraph, question):
+    events = parse(paragraph)
+    check_story_is_possible(events)
+    args = QUESTIONS[task].match(question).groups()
+    return events, {1: where_person, 2: where_object, 3: where_before}[task](events, *args)
+
+
+@pytest.fixture(scope="module", params=[1, 2, 3])
+def generated(request):
+    return request.param, make_babi(request.param, n_samples=3000, random_state=request.param)
+
+
+def test_answers_and_supporting_facts_match_independent_simulation(generated):
+    task, babi = generated
+    for (paragraph, question), answer, facts in zip(babi.data, babi.target, babi.supporting_facts):
+        _, (expected_answer, expected_facts) = simulate(task, paragraph, question)
+        assert answer == expected_answer, (paragraph, question)
+        assert facts == expected_facts, (paragraph, question)
+
+
+def test_supporting_spans_are_the_supporting_sentences(generated):
+    task, babi = generated
+    for (paragraph, _), facts, spans in zip(babi.data, babi.supporting_facts, babi.supporting_spans):
+        sentences = re.split(r"(?<=\.) ", paragraph)
+        assert len(facts) == task  # 1, 2 or 3 supporting facts
+        assert [paragraph[start:end] for start, end in spans] == [sentences[j] for j in facts]
+
+
+def test_paragraphs_grow_within_a_story(generated):
+    _, babi = generated
+    frame = babi.frame
+    for _, story in frame.groupby("story"):
+        paragraphs = story["paragraph"].tolist()
+        assert 1 <= len(paragraphs) <= 5
+        for shorter, longer in zip(paragraphs, paragraphs[1:]):
+            assert longer.startswith(shorter + " ")
+    assert not frame["paragraph"].str.contains("?", regex=False).any()
+
+
+def test_labels_are_the_six_locations_in_paper_order(generated):
+    _, babi = generated
+    assert babi.target_names == LOCATIONS
+    counts = pd.Series(babi.target).value_counts(normalize=True)
+    assert set(counts.index) == set(LOCATIONS)
+    assert counts.min() > 0.1  # no class is rare
+
+
+def test_story_lengths_resemble_babi():
+    lengths = {task: [len(parse(p)) for p, _ in make_babi(task, 500, random_state=0).data] for task in (1, 2, 3)}
+    assert max(lengths[1]) == 10 and min(lengths[1]) == 2  # 5 questions, one every 2 statements
+    assert np.mean(lengths[1]) < np.mean(lengths[2]) < np.mean(lengths[3])
+
+
+def test_same_seed_same_samples_other_seed_other_samples():
+    first, again, other = (make_babi(3, 200, random_state=seed) for seed in (7, 7, 8))
+    assert first.data == again.data and first.supporting_facts == again.supporting_facts
+    assert list(first.target) == list(again.target)
+    assert first.data != other.data
+    generator_seeded = make_babi(3, 200, random_state=np.random.default_rng(7))
+    assert generator_seeded.data == first.data
+
+
+def test_bunch_layout_and_as_frame():
+    babi = make_babi(2, 50, random_state=0)
+    assert len(babi.data) == len(babi.target) == len(babi.supporting_facts) == len(babi.story) == 50
+    assert all(isinstance(p, str) and isinstance(q, str) for p, q in babi.data)
+    assert babi.target.dtype.kind == "U"
+    assert babi.feature_names == ["paragraph", "question"]
+    assert "task 2" in babi.DESCR
+    framed = make_babi(2, 50, random_state=0, as_frame=True)
+    assert list(framed.data.columns) == ["paragraph", "question"]
+    assert list(framed.data.itertuples(index=False, name=None)) == babi.data
+    assert framed.target.tolist() == babi.target.tolist()
+    assert list(framed.frame.columns) == [
+        "paragraph", "question", "label", "supporting_facts", "supporting_spans", "story"]
+
+
+def test_split_keeps_supporting_facts_aligned():
+    babi = make_babi(1, 400, random_state=0)
+    train, test = train_test_split_bunch(babi, test_size=0.25, random_state=0)
+    assert (len(train.data), len(test.data)) == (300, 100)
+    for part in (train, test):
+        for (paragraph, question), answer, facts in zip(part.data, part.target, part.supporting_facts):
+            assert simulate(1, paragraph, question)[1] == (answer, facts)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [({"task": 4}, ValueError), ({"task": True}, ValueError), ({"task": 1.0}, ValueError),
+     ({"n_samples": 0}, ValueError), ({"n_samples": 2.5}, ValueError), ({"random_state": "seed"}, TypeError)],
+)
+def test_invalid_arguments_are_rejected(kwargs, error):
+    with pytest.raises(error, match=next(iter(kwargs))):
+        make_babi(**{"task": 1, "n_samples": 5, **kwargs})
