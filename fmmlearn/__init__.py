@@ -15,6 +15,15 @@ from ._version import __version__  # noqa: E402
 # public name -> module that defines it
 _EXPORTS = {
     "FaithfulTextClassifier": "fmmlearn.classifier",
+    "MaSF": "fmmlearn.ood",
+    "summarize_pvalues": "fmmlearn.ood",
+    "explanation_html": "fmmlearn.html",
+    "get_metric": "fmmlearn.metrics",
+    "load_tweet_sentiment": "fmmlearn.datasets",
+    "load_bbc_news": "fmmlearn.datasets",
+    "make_babi": "fmmlearn.datasets",
+    "load_paper_dataset": "fmmlearn.datasets",
+    "train_test_split_bunch": "fmmlearn.datasets",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

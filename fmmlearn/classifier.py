@@ -235,7 +235,9 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             valid_set = self._validation_dataset(encoding, targets, valid_part, tokenizer, is_pair)
             if valid_set is not None and self.validation != "clean" and self.max_masking_ratio > 0:
                 valid_set = self._mask_validation(valid_set, tokenizer, seed)
-            net = self._make_net(model.to(device), tokenizer, train_set, valid_set, device, dtype, seed, metric)
+            net = self._make_net(
+                model.to(device), tokenizer, train_set, valid_set, device, dtype, seed, metric, len(encoder.classes_)
+            )
             net.fit(train_set, y=None)
 
         self.classes_ = encoder.classes_
@@ -245,8 +247,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         self.is_pair_ = is_pair
         return self
 
-    def _make_net(self, model, tokenizer, train_set, valid_set, device, dtype, seed, metric):
-        metric_name = "valid_" + (self.selection_metric if isinstance(self.selection_metric, str) else "score")
+    def _make_net(self, model, tokenizer, train_set, valid_set, device, dtype, seed, metric, n_classes):
+        metric_name = "valid_" + metric.name
         return make_net(
             model,
             train_dataset=train_set,
@@ -265,6 +267,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             seed=seed,
             metric_name=metric_name,
             metric=metric,
+            n_classes=n_classes,
             verbose=self.verbose,
         )
 

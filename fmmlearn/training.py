@@ -165,32 +165,44 @@ class SelectionMetric(Callback):
     """Compute the model-selection metric over the whole validation set each epoch.
 
     Metrics are computed over the full validation concatenation at once (SPEC
-    3.3), not averaged per batch.
+    3.3), not averaged per batch, with every class passed as ``labels`` (so
+    macro-F1 counts a class absent from a small split as 0, SPEC 1.4).
 
     Parameters
     ----------
     name : str
         History key, e.g. ``"valid_accuracy"``.
-    metric : callable
-        ``metric(y_true, y_pred) -> float``, greater is better.
+    metric : fmmlearn.metrics.Metric
+        Uses predicted labels or, for ``needs_proba`` metrics (the loss),
+        softmax probabilities.
+    n_classes : int
     """
 
-    def __init__(self, name: str, metric: Callable):
+    def __init__(self, name: str, metric, n_classes: int):
         self.name = name
         self.metric = metric
+        self.n_classes = n_classes
 
     def on_epoch_begin(self, net, **kwargs):
-        self._true, self._pred = [], []
+        self._true, self._logits = [], []
 
     def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
         if training:
             return
         self._true.append(batch[1].cpu().numpy())
-        self._pred.append(y_pred.argmax(dim=1).cpu().numpy())
+        self._logits.append(y_pred.detach().float().cpu())
 
     def on_epoch_end(self, net, **kwargs):
-        if self._true:
-            net.history.record(self.name, float(self.metric(np.concatenate(self._true), np.concatenate(self._pred))))
+        if not self._true:
+            return
+        logits = torch.cat(self._logits)
+        value = self.metric.score(
+            np.concatenate(self._true),
+            y_pred=logits.argmax(dim=1).numpy(),
+            y_proba=torch.softmax(logits.double(), dim=1).numpy(),
+            labels=np.arange(self.n_classes),
+        )
+        net.history.record(self.name, float(value))
 
 
 class BestEpochRestorer(Callback):
@@ -199,16 +211,24 @@ class BestEpochRestorer(Callback):
     The first epoch is always kept; later epochs replace it only on strict
     improvement, so ties keep the earlier epoch (SPEC 3.4).  Weights are copied
     in memory (no checkpoint files).
+
+    Parameters
+    ----------
+    monitor : str
+        History key of the selection metric.
+    greater_is_better : bool, default=True
+        ``False`` for losses.
     """
 
-    def __init__(self, monitor: str):
+    def __init__(self, monitor: str, greater_is_better: bool = True):
         self.monitor = monitor
+        self.greater_is_better = greater_is_better
 
     def on_train_begin(self, net, **kwargs):
         self.best_score_, self.best_epoch_, self._state = -np.inf, None, None
 
     def on_epoch_end(self, net, **kwargs):
-        score = net.history[-1, self.monitor]
+        score = net.history[-1, self.monitor] * (1 if self.greater_is_better else -1)
         improved = self._state is None or score > self.best_score_
         net.history.record(self.monitor + "_best", bool(improved))
         if improved:
@@ -321,7 +341,8 @@ def build_callbacks(
     total_steps: int,
     warmup_ratio: float,
     metric_name: str | None,
-    metric: Callable | None,
+    metric,
+    n_classes: int,
     verbose: int,
 ) -> list:
     """The callbacks of a masked fine-tuning run, in the order they must run."""
@@ -333,8 +354,8 @@ def build_callbacks(
         )),
     ]
     if metric is not None:
-        callbacks.append(("selection_metric", SelectionMetric(metric_name, metric)))
-        callbacks.append(("best_epoch", BestEpochRestorer(metric_name)))
+        callbacks.append(("selection_metric", SelectionMetric(metric_name, metric, n_classes)))
+        callbacks.append(("best_epoch", BestEpochRestorer(metric_name, metric.greater_is_better)))
     if verbose:
         callbacks.append(("progress", ProgressBar(postfix_keys=["train_loss", "valid_loss"])))
     return callbacks
@@ -358,7 +379,8 @@ def make_net(
     autocast_dtype,
     seed: int,
     metric_name: str | None,
-    metric: Callable | None,
+    metric,
+    n_classes: int,
     verbose: int,
 ) -> MaskedFineTuningNet:
     """Assemble the skorch net for one fit (AdamW, schedule, selection, progress)."""
@@ -387,6 +409,7 @@ def make_net(
             warmup_ratio=warmup_ratio,
             metric_name=metric_name if has_valid else None,
             metric=metric if has_valid else None,
+            n_classes=n_classes,
             verbose=verbose,
         ),
         device=str(device),

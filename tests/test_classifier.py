@@ -240,3 +240,14 @@ def test_cross_validate(tiny_params, sentiment_data):
     result = cross_validate(FaithfulTextClassifier(**dict(tiny_params, max_epochs=1)), pd.Series(X[:64]), y[:64],
                             cv=2, scoring=["accuracy", "f1_macro"])
     assert np.isfinite(result["test_accuracy"]).all() and np.isfinite(result["test_f1_macro"]).all()
+
+
+@pytest.mark.parametrize("metric, column, pick", [("macro_f1", "valid_macro_f1", "idxmax"),
+                                                  ("log_loss", "valid_log_loss", "idxmin")])
+def test_selection_metric_by_name_including_a_loss(tiny_params, sentiment_data, metric, column, pick):
+    X, y = sentiment_data
+    clf = FaithfulTextClassifier(**dict(tiny_params, max_epochs=3, selection_metric=metric)).fit(X, y)
+    history = clf.history_
+    best = getattr(history[column], pick)()
+    assert history.loc[best, column + "_best"]
+    assert history[column + "_best"].sum() >= 1

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from fmmlearn.encoding import encode
+from fmmlearn.metrics import get_metric
 from fmmlearn.training import (
     BestEpochRestorer,
     EncodedDataset,
@@ -45,7 +46,7 @@ def _net(model, tokenizer, dataset, valid=None, **kw):
                   masking_strategy="half-det", max_masking_ratio=1.0, max_epochs=2, batch_size=16,
                   learning_rate=1e-3, weight_decay=0.01, warmup_ratio=0.25, device=torch.device("cpu"),
                   autocast_dtype=None, seed=0, metric_name="valid_accuracy",
-                  metric=lambda t, p: float(np.mean(t == p)), verbose=0)
+                  metric=get_metric("accuracy"), n_classes=2, verbose=0)
     params.update(kw)
     return make_net(model, train_dataset=dataset, valid_dataset=valid, **params)
 
@@ -106,21 +107,25 @@ def test_lr_follows_the_schedule_in_optimisation_steps(tiny_net_parts):
     assert recorded == pytest.approx(expected)
 
 
+class FakeHistory(list):
+    """Just enough of skorch's History for the callbacks: rows of dicts, ``h[-1, key]``."""
+
+    def record(self, key, value):
+        self[-1][key] = value
+
+    def __getitem__(self, item):
+        if isinstance(item, tuple):
+            return list.__getitem__(self, item[0])[item[1]]
+        return list.__getitem__(self, item)
+
+
+class FakeNet:
+    def __init__(self):
+        self.module_ = torch.nn.Linear(1, 1, bias=False)
+        self.history = FakeHistory()
+
+
 def test_best_epoch_is_restored_and_ties_keep_the_earlier_epoch():
-    class FakeNet:
-        def __init__(self):
-            self.module_ = torch.nn.Linear(1, 1, bias=False)
-            self.history = FakeHistory()
-
-    class FakeHistory(list):
-        def record(self, key, value):
-            self[-1][key] = value
-
-        def __getitem__(self, item):
-            if isinstance(item, tuple):
-                return list.__getitem__(self, item[0])[item[1]]
-            return list.__getitem__(self, item)
-
     net, cb = FakeNet(), BestEpochRestorer("valid_acc")
     cb.on_train_begin(net)
     for epoch, (score, weight) in enumerate([(0.5, 1.0), (0.8, 2.0), (0.8, 3.0), (0.6, 4.0)], start=1):
@@ -148,3 +153,15 @@ def test_validation_both_is_clean_plus_one_fixed_masked_copy(tiny_net_parts):
     both = concat_encodings(enc, masked)
     assert len(both) == 2 * len(enc)
     assert all(np.array_equal(a, b) for a, b in zip(both.input_ids[: len(enc)], enc.input_ids))
+
+
+def test_a_loss_as_selection_metric_keeps_the_lowest_epoch():
+    restorer, net = BestEpochRestorer("valid_log_loss", greater_is_better=False), FakeNet()
+    restorer.on_train_begin(net)
+    for epoch, loss in enumerate([0.9, 0.4, 0.6], start=1):
+        net.history.append({"epoch": epoch, "valid_log_loss": loss})
+        with torch.no_grad():
+            net.module_.weight.fill_(epoch)
+        restorer.on_epoch_end(net)
+    restorer.on_train_end(net)
+    assert restorer.best_epoch_ == 2 and net.module_.weight.item() == 2
