@@ -8,6 +8,7 @@ model, data, batch size and precision on every side:
 * ``HF Trainer``       -- ``transformers.Trainer`` with ``DataCollatorWithPadding`` (dynamic
   padding, random batches: its defaults), AdamW + linear schedule with warm-up
 * ``HF Trainer (group_by_length)`` -- the Trainer with its own length grouping switched on
+  (``train_sampling_strategy="group_by_length"``)
 
 Each run happens in a fresh subprocess so its peak memory (max RSS) is its
 own.  Epoch time excludes model loading and tokenization on both sides
@@ -80,10 +81,11 @@ def run_trainer(cfg: dict) -> dict:
         remove_columns=["text"])
     args = TrainingArguments(
         output_dir="/tmp/fmmlearn-bench-trainer", per_device_train_batch_size=cfg["batch_size"],
-        num_train_epochs=1, learning_rate=1e-4, weight_decay=0.01, warmup_ratio=0.06,
+        num_train_epochs=1, learning_rate=1e-4, weight_decay=0.01, warmup_steps=0.06,
         lr_scheduler_type="linear", bf16=cfg["precision"] == "bf16", use_cpu=True, report_to=[],
         save_strategy="no", logging_strategy="no", disable_tqdm=True, seed=cfg["seed"],
-        group_by_length=cfg.get("group_by_length", False), dataloader_num_workers=0,
+        train_sampling_strategy="group_by_length" if cfg.get("group_by_length") else "random",
+        dataloader_num_workers=0,
     )
     trainer = Trainer(model=model, args=args, train_dataset=dataset,
                       data_collator=DataCollatorWithPadding(tokenizer))

@@ -467,6 +467,63 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             )
         return float(accuracy_score(labels, predicted, sample_weight=sample_weight))
 
+    # ------------------------------------------------------------------ explanations and faithfulness
+    def explain(self, X, y=None, method="loo-sign", *, target=None, segment="first", level="token",
+                aggregate="sum", batch_size=None, random_state=None, **method_params) -> pd.DataFrame:
+        """Token (or word) importances for each example, as a long DataFrame.
+
+        See :func:`fmmlearn.explanation.explain` for every option and the
+        columns of the result (one row per example and token: position, token,
+        segment, word, character span, importance, target, method).
+
+        Parameters
+        ----------
+        X : sequence of str, or sentence pairs
+        y : array-like, optional
+            Gold labels: explain the gold class (the paper). Without ``y`` the
+            predicted class is explained.
+        method : str, default="loo-sign"
+            An importance measure of :func:`fmmlearn.importance_measures`.
+        target, segment, level, aggregate, batch_size, random_state, **method_params
+            See :func:`fmmlearn.explanation.explain`.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        from .explanation import explain
+
+        return explain(self, X, y, method=method, target=target, segment=segment, level=level,
+                       aggregate=aggregate, batch_size=batch_size, random_state=random_state, **method_params)
+
+    def faithfulness_curve(self, X, y, method="loo-sign", *, ratios=None, recursive=None, segment="first",
+                           metric=None, random_state=None, importances=None, batch_size=None,
+                           **method_params) -> pd.DataFrame:
+        """Performance while masking the tokens an explanation ranks highest (SPEC 5.1).
+
+        See :func:`fmmlearn.faithfulness.faithfulness_curve`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per ratio: method, ratio, metric, value, n_examples,
+            mean_masked_fraction.
+        """
+        from .faithfulness import faithfulness_curve
+
+        return faithfulness_curve(self, X, y, method=method, ratios=ratios, recursive=recursive, segment=segment,
+                                  metric=metric, random_state=random_state, importances=importances,
+                                  batch_size=batch_size, **method_params)
+
+    def random_masking_curve(self, X, y, *, ratios=None, metric=None, random_state=None) -> pd.DataFrame:
+        """Performance under random masking of all maskable tokens, ratio by ratio.
+
+        See :func:`fmmlearn.faithfulness.random_masking_curve`.
+        """
+        from .faithfulness import random_masking_curve
+
+        return random_masking_curve(self, X, y, ratios=ratios, metric=metric, random_state=random_state)
+
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
         """Save the fitted classifier to a directory (no pickle).

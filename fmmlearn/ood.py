@@ -13,8 +13,13 @@ example, small meaning "out of distribution", in three levels:
 This module holds the statistics, which only need numpy and scipy:
 :class:`MaSF`, the dataset-level summaries :func:`simes_pvalue`,
 :func:`fisher_pvalue` and :func:`summarize_pvalues`, and the column-wise
-:func:`empirical_cdf`.  See ``docs/ood.md`` for the choice between the
-paper's in-sample procedure and the calibrated default.
+:func:`empirical_cdf`.  On top of them, for a fitted classifier:
+:func:`hidden_state_features` (the features, SPEC.md 6.1),
+:func:`mask_like_training` and :func:`calibration_features` (the calibration
+set, 6.2) and :func:`in_distribution_report` (p-values of explainer-masked
+test sets per masking ratio, 6.4).  See ``docs/ood.md`` for the choice
+between the paper's in-sample procedure and the calibrated default, and for
+comparing plain and masked fine-tuning.
 """
 
 from __future__ import annotations
@@ -31,7 +36,11 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
-__all__ = ["MaSF", "MaSFStatistics", "empirical_cdf", "simes_pvalue", "fisher_pvalue", "summarize_pvalues"]
+__all__ = [
+    "MaSF", "MaSFStatistics", "empirical_cdf", "fisher_pvalue", "min_calibration_size", "simes_pvalue",
+    "summarize_pvalues",
+    "calibration_features", "hidden_state_features", "in_distribution_report", "mask_like_training",
+]
 
 CALIBRATIONS = ("calibrated", "reference")
 DEFAULT_THRESHOLDS = (0.001, 0.005, 0.01, 0.05, 0.1)
@@ -160,7 +169,7 @@ class MaSF(BaseEstimator):
         self : MaSF
         """
         self._validate_params()
-        self.dtype_ = self._checked_dtype()
+        self.dtype_ = _check_dtype(self.dtype)
         self.calibration_ = self.calibration
         X = _check_features(features, "features")
         folds = self._fold_indices(X.shape[0])
@@ -194,12 +203,6 @@ class MaSF(BaseEstimator):
                 simes[chunk, layer] = self._simes_of_counts(n_less[chunk], n_equal[chunk], len(reference_rows))
         return references, simes
 
-    def _checked_dtype(self):
-        dtype = np.dtype(self.dtype)
-        if dtype not in _SUPPORTED_DTYPES:
-            raise ValueError(f"dtype must be 'float32' or 'float16'; got {self.dtype!r}.")
-        return dtype
-
     def _fold_indices(self, n):
         """Indices of the level-1, -2 and -3 reference examples (identical in reference mode)."""
         if self.calibration == "reference":
@@ -209,13 +212,14 @@ class MaSF(BaseEstimator):
             everything = np.arange(n)
             return everything, everything, everything
         fractions = _check_fold_fractions(self.fold_fractions)
-        bounds = np.rint(np.cumsum(fractions) * n).astype(int)
-        sizes = np.diff(bounds, prepend=0)
+        sizes = _fold_sizes(n, fractions)
+        bounds = np.cumsum(sizes)
         if sizes.min() < _MIN_FOLD_SIZE:
             raise ValueError(
                 f"features has {n} examples, too few for calibration='calibrated' with fold_fractions="
                 f"({', '.join(f'{f:.3g}' for f in fractions)}): the folds would get {tuple(int(s) for s in sizes)} "
-                f"examples and each needs at least {_MIN_FOLD_SIZE}. Give more calibration examples, "
+                f"examples and each needs at least {_MIN_FOLD_SIZE}, so at least "
+                f"{min_calibration_size(fractions)} examples are needed. Give more calibration examples, "
                 "change fold_fractions, or use calibration='reference'.")
         if 1.0 / (sizes[2] + 1) > 0.05:
             warnings.warn(f"The level-3 fold has only {sizes[2]} examples, so no p-value can be below "
@@ -628,9 +632,7 @@ def summarize_pvalues(p, thresholds=DEFAULT_THRESHOLDS, *, reference_fisher=Fals
     1       0.05        0.50    0.008  0.002915
     """
     p = _check_pvalues(p, "p").ravel()
-    levels = _finite_float_array(thresholds, "thresholds", min_size=1).ravel()
-    if np.any((levels <= 0) | (levels > 1)):
-        raise ValueError(f"thresholds must lie in (0, 1]; got {levels.tolist()}.")
+    levels = _check_thresholds(thresholds)
     summary = pd.DataFrame({
         "threshold": levels,
         "proportion": (p[None, :] < levels[:, None]).mean(axis=1),
@@ -666,6 +668,61 @@ def _check_features(features, name, expected=None):
     return X
 
 
+def _check_dtype(dtype):
+    """``dtype`` as a numpy dtype, float32 or float16 (the precisions of features)."""
+    try:
+        checked = np.dtype(dtype)
+    except TypeError:
+        checked = None
+    if checked not in _SUPPORTED_DTYPES:
+        raise ValueError(f"dtype must be float32 or float16; got {dtype!r}.")
+    return checked
+
+
+def _check_thresholds(thresholds):
+    levels = _finite_float_array(thresholds, "thresholds", min_size=1).ravel()
+    if np.any((levels <= 0) | (levels > 1)):
+        raise ValueError(f"thresholds must lie in (0, 1]; got {levels.tolist()}.")
+    return levels
+
+
+def _fold_sizes(n, fractions):
+    """Sizes of the level-1, -2 and -3 folds of ``n`` calibration examples (rounded cumulative shares)."""
+    return np.diff(np.rint(np.cumsum(fractions) * n).astype(int), prepend=0)
+
+
+def min_calibration_size(fold_fractions=(1 / 3, 1 / 3, 1 / 3)):
+    """Fewest calibration examples with which ``MaSF(calibration="calibrated")`` can be fitted.
+
+    Every fold needs at least 2 examples.  (To let an example reach
+    ``p < alpha`` at all, the level-3 fold needs ``1 / alpha - 1`` examples,
+    e.g. about 60 in all for ``alpha = 0.05`` with equal thirds.)
+
+    Parameters
+    ----------
+    fold_fractions : tuple of 3 floats, default=(1/3, 1/3, 1/3)
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from fmmlearn.ood import min_calibration_size
+    >>> min_calibration_size(), min_calibration_size((0.6, 0.2, 0.2))
+    (6, 9)
+    """
+    return _fewest_examples(_check_fold_fractions(fold_fractions), _MIN_FOLD_SIZE)
+
+
+def _fewest_examples(fractions, level3_size):
+    """Smallest n whose folds all have 2 examples and the level-3 fold ``level3_size``."""
+    n = _MIN_FOLD_SIZE * 3
+    while _fold_sizes(n, fractions).min() < _MIN_FOLD_SIZE or _fold_sizes(n, fractions)[2] < level3_size:
+        n += 1
+    return n
+
+
 def _check_fold_fractions(fold_fractions):
     fractions = np.asarray(fold_fractions, dtype=np.float64)
     if (fractions.shape != (3,) or not np.all(np.isfinite(fractions)) or np.any(fractions <= 0)
@@ -695,9 +752,404 @@ def _check_pvalues(p, name):
 
 
 # -- classifier integration (SPEC.md 6.1, 6.2, 6.4) --------------------------------------------------
-# To be added here, on top of the statistics above and the classifier's public methods only:
-#   hidden_state_features(clf, X, ...)  -> (n, L+1, H) float32: max over non-padding positions of every
-#                                          layer's hidden states (embeddings included);
-#   in_distribution_report(clf, X, ...) -> tidy DataFrame (ratio, threshold, proportion, simes_p, fisher_p)
-#                                          from MaSF fitted on the masked validation split and
-#                                          summarize_pvalues of the explainer-masked test sets.
+# Built on the statistics above and the classifier's public low-level API only.  torch and the
+# faithfulness loop are imported inside the functions, so the statistics stay usable (and quick to
+# import) with numpy and scipy alone.
+
+#: Columns of :func:`in_distribution_report`, in order (``model`` follows when ``model_name`` is given).
+REPORT_COLUMNS = ("ratio", "threshold", "proportion", "simes_p", "fisher_p", "n_examples", "method", "calibration")
+SEGMENTS = ("first", "all")
+
+
+def hidden_state_features(clf, X=None, *, encoding=None, input_ids=None, batch_size=None, dtype=np.float32):
+    """Max-pooled hidden states of every layer: the MaSF features of SPEC.md 6.1.
+
+    For each example, the embedding output and each of the L transformer
+    layers' outputs (``output_hidden_states=True``) are max-pooled over the
+    non-padding positions, special tokens and mask tokens included.
+
+    Parameters
+    ----------
+    clf : FaithfulTextClassifier
+        Fitted.
+    X : sequence of str, or sentence pairs, optional
+        Texts to encode with ``clf.encode``.  Give either ``X`` or ``encoding``.
+    encoding : Encoding, optional
+        Already encoded examples (from ``clf.encode``).
+    input_ids : sequence of ndarray, optional
+        Replacement ids per example of ``encoding`` (e.g. masked copies), each
+        as long as the example.
+    batch_size : int, optional
+        Examples per forward pass; default ``clf.inference_batch_size_``.  A
+        batch that runs out of memory is halved and retried.
+    dtype : {numpy.float32, numpy.float16}, default=numpy.float32
+        Dtype of the returned features.
+
+    Returns
+    -------
+    features : ndarray of shape (n_examples, L + 1, hidden_size)
+        In input order.
+
+    Notes
+    -----
+    Examples run longest first in length-grouped batches under
+    ``torch.inference_mode`` and the classifier's inference autocast
+    (``clf.inference_dtype_``); each batch's pooled result goes straight into
+    the output, so memory holds the hidden states of one batch only.
+
+    *Precision.*  Under bf16/fp16 autocast the matrix products run in half
+    precision, but PyTorch keeps LayerNorm outputs in float32, so for
+    post-LayerNorm models (BERT, RoBERTa, MiniLM) the features are not rounded
+    to 16 bits as in the reference's Keras mixed-precision policy.  They still
+    differ from fp32 features by about the bf16 rounding of the inner products
+    (roughly 1e-2 relative): compute calibration and test features at the
+    same precision (:func:`in_distribution_report` does) and never mix them.
+    For tie-for-tie parity with the reference's fp16 features pass
+    ``dtype=numpy.float16`` (or fit ``MaSF(dtype="float16")``).
+
+    Examples
+    --------
+    >>> features = hidden_state_features(clf, ["a fine film", "awful"])   # doctest: +SKIP
+    >>> features.shape                                                    # doctest: +SKIP
+    (2, 7, 384)
+    """
+    import torch
+
+    from .encoding import collate, length_grouped_batches
+    from .modeling import autocast, run_in_batches
+
+    check_is_fitted(clf)
+    encoding = _features_encoding(clf, X, encoding)
+    input_ids = _check_input_ids(input_ids, encoding)
+    dtype = _check_dtype(dtype)
+    batch_size = clf.inference_batch_size_ if batch_size is None else _positive_int(batch_size, "batch_size")
+    device, autocast_dtype, pad_token_id = clf.device_, clf.inference_dtype_, clf.tokenizer_.pad_token_id
+    out = None
+
+    def run(idx):
+        nonlocal out
+        batch = collate(encoding, idx, pad_token_id, input_ids=input_ids).to(device)
+        with torch.inference_mode(), autocast(device, autocast_dtype):
+            output = clf.model_(**batch.model_inputs(), output_hidden_states=True)
+            pooled = _max_pool(_hidden_states_of(output), batch.attention_mask).cpu().numpy()
+        if out is None:           # the first (longest) batch tells the shape
+            out = np.empty((len(encoding),) + pooled.shape[1:], dtype=dtype)
+        out[idx] = pooled
+
+    run_in_batches(run, length_grouped_batches(encoding.lengths, batch_size))
+    return out
+
+
+def _max_pool(hidden_states, attention_mask):
+    """(B, n_layers, H) float32: per layer the max over the positions with ``attention_mask == 1``."""
+    import torch
+
+    padding = ~attention_mask.bool()[:, :, None]
+    return torch.stack([h.masked_fill(padding, float("-inf")).amax(dim=1).float() for h in hidden_states], dim=1)
+
+
+def _hidden_states_of(output):
+    hidden_states = getattr(output, "hidden_states", None)
+    if not hidden_states:
+        raise TypeError(f"clf.model_ ({type(output).__name__}) returned no hidden states with "
+                        "output_hidden_states=True; MaSF features need a model that supports it (any Hugging "
+                        "Face transformer does).")
+    return hidden_states
+
+
+def _features_encoding(clf, X, encoding):
+    if (X is None) == (encoding is None):
+        raise ValueError("pass exactly one of X (texts) or encoding (from clf.encode(X)); got "
+                         f"{'both' if X is not None else 'neither'}.")
+    if encoding is None:
+        return clf.encode(X)
+    if len(encoding) == 0:
+        raise ValueError("encoding is empty; expected at least one example.")
+    return encoding
+
+
+def _check_input_ids(input_ids, encoding):
+    """Replacement ids as int64 arrays, one per example and exactly as long as it (masking never removes)."""
+    if input_ids is None:
+        return None
+    if len(input_ids) != len(encoding):
+        raise ValueError(f"input_ids has {len(input_ids)} entries but the encoding has {len(encoding)} examples.")
+    checked = []
+    for i, (ids, original) in enumerate(zip(input_ids, encoding.input_ids)):
+        ids = np.asarray(ids)
+        if ids.ndim != 1 or ids.dtype.kind not in "iu" or len(ids) != len(original):
+            raise ValueError(f"input_ids[{i}] must be a 1-D integer array of the example's {len(original)} "
+                             f"token ids; got dtype {ids.dtype}, shape {ids.shape}.")
+        checked.append(ids.astype(np.int64, copy=False))
+    return checked
+
+
+def _positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+    return int(value)
+
+
+def _seed(random_state, clf):
+    """An int seed: ``random_state`` or else ``clf.random_state``; an int is used as is, like ``fit`` does."""
+    state = clf.random_state if random_state is None else random_state
+    if isinstance(state, numbers.Integral) and not isinstance(state, bool):
+        return int(state)
+    return int(check_random_state(state).randint(0, 2**31 - 1))
+
+
+def _sub_seed(seed, key):
+    """An independent seed for one consumer (e.g. the ``rand`` measure) of a report's seed."""
+    return int(np.random.SeedSequence([seed, key]).generate_state(1)[0])
+
+
+def mask_like_training(clf, encoding, *, dist_repeats=1, random_state=None):
+    """Mask encoded examples exactly like ``fit`` masks its training batches (SPEC.md 6.2).
+
+    Per repeat, the examples are shuffled into length-grouped batches of
+    ``clf.batch_size`` and each batch is masked with ``clf.masking_strategy``
+    and ``clf.max_masking_ratio`` (``half-det``: the first half of each batch
+    clean, the rest with random-max masking).  The generators are the
+    training loop's: batch order ``numpy.random.default_rng(seed)``, masks
+    ``torch.Generator().manual_seed(seed)``, so repeat ``k`` of the training
+    set with the fit's seed draws exactly the masks of epoch ``k + 1``.  With
+    ``max_masking_ratio=0`` (plain fine-tuning) every copy is clean.
+
+    Parameters
+    ----------
+    clf : FaithfulTextClassifier
+        Fitted (its ``tokenizer_`` and masking parameters are used).
+    encoding : Encoding
+        From ``clf.encode``.
+    dist_repeats : int, default=1
+        Number of differently masked copies of the set (the reference's
+        ``dist_repeats``).  Copies are identical without masking.
+    random_state : int, RandomState or None, default=None
+        Seed; default ``clf.random_state``.
+
+    Returns
+    -------
+    repeated : Encoding
+        ``dist_repeats`` copies of ``encoding``, one after the other.
+    input_ids : list of ndarray of int64
+        The masked ids, aligned with ``repeated``.
+    """
+    import torch
+
+    from .encoding import collate, length_grouped_batches
+    from .masking import apply_masking_strategy, maskable_positions
+
+    dist_repeats = _positive_int(dist_repeats, "dist_repeats")
+    seed = _seed(random_state, clf)
+    n = len(encoding)
+    repeated = encoding.subset(np.tile(np.arange(n), dist_repeats))
+    masked = list(repeated.input_ids)
+    if clf.max_masking_ratio == 0:
+        return repeated, masked
+    order_rng, mask_rng = np.random.default_rng(seed), torch.Generator(device="cpu").manual_seed(seed)
+    lengths = encoding.lengths
+    for repeat in range(dist_repeats):
+        for idx in length_grouped_batches(lengths, clf.batch_size, shuffle=True, generator=order_rng):
+            batch = collate(encoding, idx, clf.tokenizer_.pad_token_id)
+            ids = apply_masking_strategy(
+                batch.input_ids, maskable_positions(batch.attention_mask, batch.special_tokens_mask),
+                strategy=clf.masking_strategy, max_ratio=float(clf.max_masking_ratio),
+                mask_token_id=clf.tokenizer_.mask_token_id, generator=mask_rng).numpy()
+            for row, i in enumerate(idx):
+                masked[repeat * n + i] = ids[row, : lengths[i]]
+    return repeated, masked
+
+
+def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, batch_size=None, dtype=np.float32):
+    """MaSF calibration features: ``X_calib`` masked like the training batches, then max-pooled (SPEC.md 6.2).
+
+    Parameters
+    ----------
+    clf : FaithfulTextClassifier
+        Fitted.
+    X_calib : sequence of str, or sentence pairs
+        In-distribution examples, e.g. the validation split used for model
+        selection.  Labels are not needed.
+    dist_repeats : int, default=1
+        Differently masked copies of ``X_calib`` (see :func:`mask_like_training`).
+    random_state : int, RandomState or None, default=None
+        Seed of the masks; default ``clf.random_state``.
+    batch_size : int, optional
+        Forward-pass batch size (see :func:`hidden_state_features`).
+    dtype : {numpy.float32, numpy.float16}, default=numpy.float32
+
+    Returns
+    -------
+    features : ndarray of shape (len(X_calib) * dist_repeats, L + 1, hidden_size)
+        Copy ``k`` of example ``i`` is row ``k * len(X_calib) + i``.
+
+    Examples
+    --------
+    >>> masf = MaSF().fit(calibration_features(clf, X_valid))              # doctest: +SKIP
+    >>> masf.pvalues(hidden_state_features(clf, X_test))                   # doctest: +SKIP
+    """
+    return _masked_features(clf, clf.encode(X_calib, "X_calib"), dist_repeats, random_state, batch_size, dtype)
+
+
+def _masked_features(clf, encoding, dist_repeats, random_state, batch_size=None, dtype=np.float32):
+    repeated, ids = mask_like_training(clf, encoding, dist_repeats=dist_repeats, random_state=random_state)
+    return hidden_state_features(clf, encoding=repeated, input_ids=ids, batch_size=batch_size, dtype=dtype)
+
+
+def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=None, calibration="calibrated",
+                           thresholds=DEFAULT_THRESHOLDS, segment="first", random_state=None, *, dist_repeats=1,
+                           fold_fractions=(1 / 3, 1 / 3, 1 / 3), recursive=None, batch_size=None,
+                           model_name=None, **method_params):
+    """Are explainer-masked inputs in-distribution?  MaSF p-values per masking ratio (SPEC.md 6.4).
+
+    MaSF is fitted on the features of ``X_calib`` masked like the training
+    batches (:func:`calibration_features`).  ``X_test`` is then masked by the
+    faithfulness loop of SPEC.md 5.1 (the top ``r`` share of segment-A tokens
+    by ``method``'s importance for the gold label ``y_test``, the masks
+    growing with ``r``), and each masked test set is scored: the share of
+    examples with ``p < threshold`` and the dataset-level Simes and Fisher
+    p-values.  A masked fine-tuned model should keep ``simes_p`` above 0.05 at
+    every ratio; a plain one typically drops below it as soon as tokens are
+    masked.
+
+    Parameters
+    ----------
+    clf : FaithfulTextClassifier
+        Fitted.
+    X_calib : sequence of str, or sentence pairs
+        In-distribution calibration examples (e.g. the validation split).
+        ``calibration="calibrated"`` needs at least
+        ``min_calibration_size(fold_fractions)`` (6) of them times
+        ``dist_repeats``, and about 60 before any p-value can reach 0.05.
+    X_test : sequence of str, or sentence pairs
+        Examples to mask and score.
+    y_test : array-like of shape (len(X_test),)
+        Gold labels of ``X_test``: the class whose importance ranks the tokens.
+    method : str, default="rand"
+        Importance measure of the masking (:func:`fmmlearn.importance_measures`);
+        ``"rand"`` masks random tokens, as in the paper's figures.
+    ratios : array-like of float, optional
+        Masking ratios, strictly increasing in ``[0, 1]``; default
+        ``0, 0.1, ..., 1``.  Ratio 0 scores the clean test set.
+    calibration : {"calibrated", "reference"}, default="calibrated"
+        See :class:`MaSF`; ``"reference"`` is the paper's (anti-conservative)
+        procedure.
+    thresholds : sequence of float, default=(0.001, 0.005, 0.01, 0.05, 0.1)
+        Levels for ``proportion``.
+    segment : {"first", "all"}, default="first"
+        Mask segment A only (the paper) or every non-special token.
+    random_state : int, RandomState or None, default=None
+        Seeds the calibration masks, MaSF's folds and the ``rand`` measure;
+        default ``clf.random_state``.
+    dist_repeats : int, default=1
+        Differently masked copies of ``X_calib`` in the calibration set.
+    fold_fractions : tuple of 3 floats, default=(1/3, 1/3, 1/3)
+        Calibrated mode: see :class:`MaSF`.
+    recursive : bool, optional
+        Recompute importances after every step; default the measure's own.
+    batch_size : int, optional
+        Batch size of the explainer masking (see
+        :func:`fmmlearn.faithfulness.iter_explainer_masking`); features use
+        ``clf.inference_batch_size_``.
+    model_name : str, optional
+        Adds a ``model`` column with this value, to stack the reports of
+        several models (e.g. plain and masked) into one frame.
+    **method_params
+        Passed to the importance measure (and ``precision``,
+        ``internal_batch_size``, ``importances`` to the masking loop).
+
+    Returns
+    -------
+    report : pandas.DataFrame
+        One row per (ratio, threshold), columns :data:`REPORT_COLUMNS`:
+        ``ratio``, ``threshold``, ``proportion`` (share of test examples with
+        ``p < threshold``), ``simes_p`` and ``fisher_p`` (dataset-level,
+        repeated on each threshold's row), ``n_examples``, ``method``,
+        ``calibration`` (and ``model``).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: too few calibration examples for the folds (and
+        how many are needed), bad ratios, thresholds, segment, calibration or
+        method parameters, labels that do not match ``X_test``, or non-finite
+        features (e.g. an fp16 overflow).
+
+    See Also
+    --------
+    fmmlearn.plotting.plot_in_distribution : draws a report (or several).
+
+    Examples
+    --------
+    >>> plain = FaithfulTextClassifier(max_masking_ratio=0.0).fit(X_train, y_train)    # doctest: +SKIP
+    >>> masked = FaithfulTextClassifier(max_masking_ratio=1.0).fit(X_train, y_train)   # doctest: +SKIP
+    >>> reports = {name: in_distribution_report(model, X_valid, X_test, y_test)        # doctest: +SKIP
+    ...            for name, model in {"plain": plain, "masked": masked}.items()}
+    >>> plot_in_distribution(reports, path="ood.png")                                   # doctest: +SKIP
+    """
+    from .explanation import resolve_targets
+    from .faithfulness import check_ratios, iter_explainer_masking
+    from .importance import get_measure
+
+    check_is_fitted(clf)
+    grid, levels = check_ratios(ratios), _check_thresholds(thresholds)
+    if not (isinstance(segment, str) and segment in SEGMENTS):
+        raise ValueError(f"segment must be one of {SEGMENTS}; got {segment!r}.")
+    dist_repeats = _positive_int(dist_repeats, "dist_repeats")
+    seed = _seed(random_state, clf)
+    masf = MaSF(calibration, fold_fractions=fold_fractions, random_state=seed)
+    masf._validate_params()
+    label = str(method) if "importances" in method_params else get_measure(method).name
+    calib = clf.encode(X_calib, "X_calib")
+    _check_calibration_size(len(calib), dist_repeats, calibration, fold_fractions)
+    test = clf.encode(X_test, "X_test")
+    if y_test is None:
+        raise ValueError("y_test is None; the masking ranks tokens by their importance for the gold label.")
+    target_idx = _in_context("y_test (the gold labels of X_test)", resolve_targets, clf, test, y_test)
+    # Masking first: it validates the measure's parameters before any work and is the expensive part.
+    steps = list(iter_explainer_masking(clf, test, target_idx, method, grid, recursive, segment,
+                                        random_state=_sub_seed(seed, 1), batch_size=batch_size, **method_params))
+    features = _masked_features(clf, calib, dist_repeats, seed)
+    masf = _in_context("the calibration features of X_calib (masked like the training batches)", masf.fit, features)
+    del features
+    report = pd.concat([_ratio_rows(clf, masf, test, ratio, ids, levels) for ratio, ids in steps], ignore_index=True)
+    report["method"], report["calibration"] = label, calibration
+    if model_name is not None:
+        report["model"] = str(model_name)
+    return report
+
+
+def _check_calibration_size(n_calib, dist_repeats, calibration, fold_fractions):
+    """Fail before any model work when MaSF cannot be fitted on ``n_calib * dist_repeats`` examples."""
+    n = n_calib * dist_repeats
+    if calibration == "reference":
+        needed, why = _MIN_FOLD_SIZE, ""
+    else:
+        needed = min_calibration_size(fold_fractions)
+        # A level-3 fold of N3 examples gives p-values >= 1 / (N3 + 1): 19 are needed to reach 0.05.
+        useful = _fewest_examples(_check_fold_fractions(fold_fractions), 19)
+        why = (f" ({_MIN_FOLD_SIZE} per fold with fold_fractions={tuple(fold_fractions)}; about {useful} before "
+               "any test example can reach p < 0.05)")
+    if n < needed:
+        raise ValueError(
+            f"X_calib has {n_calib} example(s), {n} calibration input(s) with dist_repeats={dist_repeats}; "
+            f"calibration={calibration!r} needs at least {needed}{why}. Give more calibration examples, "
+            "raise dist_repeats (with a masked model), or use calibration='reference'.")
+
+
+def _in_context(what, fn, *args):
+    """``fn(*args)``, with ``what`` put in front of a ValueError's message."""
+    try:
+        return fn(*args)
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from error
+
+
+def _ratio_rows(clf, masf, encoding, ratio, input_ids, levels):
+    """The summary rows of one masked test set."""
+    features = hidden_state_features(clf, encoding=encoding, input_ids=input_ids)
+    p = _in_context(f"the features of X_test masked at ratio {ratio:g}", masf.pvalues, features)
+    rows = summarize_pvalues(p, levels)
+    rows.insert(0, "ratio", ratio)
+    rows["n_examples"] = len(encoding)
+    return rows

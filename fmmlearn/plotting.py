@@ -1,0 +1,237 @@
+"""Matplotlib figures rendered from fmmlearn's tidy result frames.
+
+matplotlib is imported only when a function is called, so ``import fmmlearn``
+stays light; nothing here needs a display (the Agg backend works).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["plot_faithfulness"]
+
+_BASELINE_STYLE = {"linestyle": "--", "color": "0.35"}
+_RANDOM_MASKING_STYLE = {"linestyle": ":", "color": "0.55"}
+
+
+def _curve_style(method: str, role: str | None) -> dict:
+    """Dashed grey for the ``rand`` baseline, dotted for random masking, solid for measures."""
+    if role == "baseline" or (role is None and method == "rand"):
+        return dict(_BASELINE_STYLE)
+    if method == "random-masking":
+        return dict(_RANDOM_MASKING_STYLE)
+    return {"linestyle": "-", "marker": "o", "markersize": 3}
+
+
+def _groups(curves: pd.DataFrame):
+    """``(label, style, per-ratio stats)`` per curve, repeats pooled (mean line, min-max band)."""
+    has_role = "role" in curves.columns
+    keys = ["role", "method"] if has_role else ["method"]
+    for key, rows in curves.groupby(keys, sort=False):
+        role, method = key if has_role else (None, key[0] if isinstance(key, tuple) else key)
+        stats = rows.groupby("ratio")["value"].agg(["mean", "min", "max", "size"]).sort_index()
+        label = f"{method} (baseline)" if role == "baseline" else str(method)
+        yield label, _curve_style(method, role), stats
+
+
+def plot_faithfulness(curves, ax=None, path=None, *, title: str | None = None):
+    """Draw faithfulness curves; the random baseline is dashed.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame or FaithfulnessReport
+        Rows of :func:`fmmlearn.faithfulness.faithfulness_curve` (several
+        concatenated curves are fine), :func:`~fmmlearn.faithfulness.random_masking_curve`
+        or the ``curves`` of :func:`~fmmlearn.faithfulness.faithfulness_report`.
+        Needs columns ``method``, ``ratio``, ``value``; with a ``repeat``
+        column the repeats are averaged and their range shaded.  The baseline
+        is the ``role == "baseline"`` curve, or ``method == "rand"`` when there
+        is no ``role`` column.
+    ax : matplotlib Axes, optional
+        Draw here; default a new figure.
+    path : str or path-like, optional
+        Also save the figure there (PNG, or the format of the suffix).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        For missing columns or curves of several metrics.
+
+    Examples
+    --------
+    >>> from fmmlearn.plotting import plot_faithfulness
+    >>> ax = plot_faithfulness(pd.concat([curve, rand_curve]), path="curves.png")   # doctest: +SKIP
+    """
+    frame = getattr(curves, "curves", curves)
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"curves must be a DataFrame of curve rows, got {type(curves).__name__}.")
+    missing = {"method", "ratio", "value"} - set(frame.columns)
+    if missing:
+        raise ValueError(f"curves lacks column(s) {sorted(missing)}; expected faithfulness_curve() rows.")
+    metrics = frame["metric"].unique().tolist() if "metric" in frame.columns else ["value"]
+    if len(metrics) != 1:
+        raise ValueError(f"curves mixes metrics {metrics}; plot one metric at a time.")
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(5.5, 3.8))
+    for label, style, stats in _groups(frame):
+        ratios = stats.index.to_numpy(dtype=float)
+        (line,) = ax.plot(ratios, stats["mean"].to_numpy(), label=label, **style)
+        if (stats["size"] > 1).any():
+            ax.fill_between(ratios, stats["min"].to_numpy(), stats["max"].to_numpy(), alpha=0.15,
+                            color=line.get_color(), linewidth=0)
+    ax.set_xlabel("masked share of tokens")
+    ax.set_ylabel(str(metrics[0]))
+    ax.set_xlim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize="small")
+    if title:
+        ax.set_title(title)
+    if path is not None:
+        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
+    return ax
+
+
+# --------------------------------------------------------------------------- in-distribution reports
+
+__all__ += ["plot_in_distribution"]
+
+_OOD_STATISTICS = {"simes_p": "Simes p-value (whole test set)", "fisher_p": "Fisher p-value (whole test set)",
+                   "proportion": "share of examples with p < {threshold:g}"}
+# Columns that tell lines apart when a frame stacks several reports.
+_OOD_LINE_COLUMNS = ("report", "model", "method", "calibration")
+
+
+def _stacked_reports(report) -> pd.DataFrame:
+    """One frame from a report, a stack of reports, or a ``{label: report}`` mapping (label column ``report``)."""
+    if isinstance(report, pd.DataFrame):
+        return report
+    if isinstance(report, dict) and report and all(isinstance(r, pd.DataFrame) for r in report.values()):
+        return pd.concat([r.assign(report=str(label)) for label, r in report.items()], ignore_index=True)
+    raise TypeError("report must be a DataFrame from in_distribution_report or a non-empty dict of them "
+                    f"(label -> report), got {type(report).__name__}.")
+
+
+def _ood_lines(frame: pd.DataFrame, statistic: str, threshold: float):
+    """``(label, per-ratio stats)`` per line; rows repeated per ratio (seeds) are pooled."""
+    keys = [c for c in _OOD_LINE_COLUMNS if c in frame.columns and frame[c].nunique() > 1]
+    named = next((c for c in _OOD_LINE_COLUMNS if c in frame.columns), None)
+    groups = frame.groupby(keys, sort=False) if keys else [((), frame)]
+    for key, rows in groups:
+        values = key if isinstance(key, tuple) else (key,)
+        label = " / ".join(map(str, values)) if keys else (str(rows[named].iloc[0]) if named else statistic)
+        at = (rows["threshold"].astype(float) - threshold).abs() < 1e-12
+        if not at.any():
+            if statistic == "proportion":
+                raise ValueError(f"threshold={threshold:g} is not among the thresholds of report {label!r} "
+                                 f"({sorted(rows['threshold'].unique().tolist())}).")
+            # Dataset-level p-values repeat on every threshold's row: any one threshold will do.
+            at = rows["threshold"] == rows["threshold"].iloc[0]
+        stats = rows[at].groupby("ratio")[statistic].agg(["mean", "min", "max", "size"]).sort_index()
+        yield label, stats
+
+
+def plot_in_distribution(report, ax=None, path=None, threshold: float = 0.05, statistic: str = "simes_p", *,
+                         title: str | None = None):
+    """Draw MaSF in-distribution p-values against the masking ratio, with a dashed line at ``threshold``.
+
+    The paper's reading (SPEC.md 6.4): a line above the dashed 0.05 means
+    "cannot reject that the masked test set is in-distribution".  In the
+    paper, masked fine-tuned models mostly stay above it across the ratios,
+    while plain ones drop below it once tokens are masked.
+
+    Parameters
+    ----------
+    report : pandas.DataFrame or dict of str to DataFrame
+        Rows of :func:`fmmlearn.ood.in_distribution_report`, or a
+        ``{label: report}`` mapping such as ``{"plain": rep0, "masked": rep1}``.
+        In one frame, lines are told apart by the ``model``, ``method`` and
+        ``calibration`` columns that vary; several rows for one line and ratio
+        (e.g. concatenated seeds) are averaged and their range shaded.
+    ax : matplotlib Axes, optional
+        Draw here; default a new figure.
+    path : str or path-like, optional
+        Also save the figure there (PNG, or the format of the suffix).
+    threshold : float, default=0.05
+        Height of the dashed line; for ``statistic="proportion"`` also the
+        threshold whose proportion is drawn (the dashed line is then the share
+        expected for in-distribution data under ``calibration="calibrated"``).
+    statistic : {"simes_p", "fisher_p", "proportion"}, default="simes_p"
+        The paper plots the Simes p-value.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``statistic``, missing columns, or a ``threshold`` the
+        report has no proportion for.
+
+    Examples
+    --------
+    >>> from fmmlearn.plotting import plot_in_distribution
+    >>> ax = plot_in_distribution({"plain": report_plain, "masked": report_masked}, path="ood.png")  # doctest: +SKIP
+    """
+    if statistic not in _OOD_STATISTICS:
+        raise ValueError(f"statistic must be one of {tuple(_OOD_STATISTICS)}, got {statistic!r}.")
+    try:
+        level = float(threshold)
+    except (TypeError, ValueError):
+        level = float("nan")
+    if not 0 < level <= 1:
+        raise ValueError(f"threshold must be a number in (0, 1], got {threshold!r}.")
+    frame = _stacked_reports(report)
+    missing = {"ratio", "threshold", statistic} - set(frame.columns)
+    if missing:
+        raise ValueError(f"report lacks column(s) {sorted(missing)}; expected in_distribution_report() rows.")
+    ax = _axes(ax)
+    for label, stats in _ood_lines(frame, statistic, level):
+        _pooled_line(ax, stats, label=label, marker="o", markersize=3)
+    ax.axhline(level, label=f"{level:g}", linewidth=1, **_BASELINE_STYLE)
+    ax.set_ylim(-0.02, 1.02)
+    return _finish(ax, _OOD_STATISTICS[statistic].format(threshold=level), title, path)
+
+
+# Shared by the figures of masking ratios (plot_faithfulness repeats these lines and may use them too).
+
+
+def _axes(ax):
+    """``ax``, or the Axes of a new figure of the house size."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(5.5, 3.8))
+    return ax
+
+
+def _pooled_line(ax, stats: pd.DataFrame, **style):
+    """A line of ``stats["mean"]`` over the ratios in its index, its ``min``-``max`` range shaded when pooled."""
+    ratios = stats.index.to_numpy(dtype=float)
+    (line,) = ax.plot(ratios, stats["mean"].to_numpy(), **style)
+    if (stats["size"] > 1).any():
+        ax.fill_between(ratios, stats["min"].to_numpy(), stats["max"].to_numpy(), alpha=0.15,
+                        color=line.get_color(), linewidth=0)
+    return line
+
+
+def _finish(ax, ylabel: str, title: str | None, path):
+    """Masking-ratio axis, labels, grid, legend, title; save to ``path`` if given."""
+    ax.set_xlabel("masked share of tokens")
+    ax.set_ylabel(ylabel)
+    ax.set_xlim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize="small")
+    if title:
+        ax.set_title(title)
+    if path is not None:
+        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
+    return ax

@@ -1,0 +1,55 @@
+"""Helpers shared by the importance-measure tests: the tiny BERT and batches of real text."""
+
+import torch
+from transformers import AutoTokenizer, BertForSequenceClassification
+
+from fmmlearn.encoding import collate, encode
+from fmmlearn.importance import compute_importance
+from fmmlearn.masking import eligible_positions
+
+TEXTS = ["the movie was great", "a really awful and boring plot", "fine", "it was very nice and happy, superb"]
+PAIRS = [("the plot was good", "it was"), ("awful", "a very sad story of this movie")]
+
+
+def tiny_bert(model_dir, dtype=torch.float32):
+    """The conftest tiny BERT in evaluation mode, in ``dtype``, with its tokenizer.
+
+    Its weights are redrawn at unit scale: with BERT's initialisation (std 0.02)
+    the logits hardly depend on the input (differences ~1e-5), which would
+    make every comparison below vacuous.
+    """
+    model = BertForSequenceClassification.from_pretrained(model_dir).to(dtype).eval()
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+                fan_in = module.in_features if isinstance(module, torch.nn.Linear) else 1
+                module.weight.normal_(0, fan_in**-0.5, generator=generator)
+    return model, AutoTokenizer.from_pretrained(model_dir)
+
+
+def make_batch(tokenizer, texts, indices=None, is_pair=False):
+    """Encode ``texts`` and collate the examples at ``indices`` (default all) into a Batch."""
+    encoding = encode(tokenizer, list(texts), is_pair=is_pair, max_length=None)
+    indices = range(len(texts)) if indices is None else indices
+    return collate(encoding, list(indices), tokenizer.pad_token_id)
+
+
+def scores_of(model, tokenizer, batch, method, target=None, segment="first", **params):
+    """``compute_importance`` with the batch's segment-A positions and target class 1 by default."""
+    target = torch.ones(len(batch), dtype=torch.long) if target is None else target
+    return compute_importance(model, batch, target, method, mask_token_id=tokenizer.mask_token_id,
+                              eligible=eligible_positions(batch, segment), **params)
+
+
+def target_logit(model, batch, target, input_ids=None, inputs_embeds=None):
+    """``f_y`` per example, computed directly (the reference every test compares against)."""
+    kwargs = {"attention_mask": batch.attention_mask}
+    if batch.token_type_ids is not None:
+        kwargs["token_type_ids"] = batch.token_type_ids
+    with torch.no_grad():
+        if inputs_embeds is not None:
+            logits = model(inputs_embeds=inputs_embeds, **kwargs).logits
+        else:
+            logits = model(input_ids=batch.input_ids if input_ids is None else input_ids, **kwargs).logits
+    return logits.gather(1, target[:, None])[:, 0]
