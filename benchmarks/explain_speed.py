@@ -12,7 +12,8 @@ examples (``--batch-size``, default 16) and the same rows per forward pass (64: 
 ``InputXGradient`` on ``inputs_embeds``, ``LayerIntegratedGradients`` on the word-embedding layer with
 baseline ids (``[PAD]`` at explained positions, the input elsewhere), ``FeatureAblation`` with the
 mask token as baseline.  Attributions are compared at the explained positions (max abs difference,
-per-example Spearman rank correlation).  Times are medians over ``--repeats`` interleaved runs;
+per-example Spearman rank correlation).  Times are medians of interleaved runs (``--repeats`` for
+input x gradient, at most 2 for the slower IG and LOO);
 memory is the peak resident-set growth during a call (``/proc/self/status`` VmHWM after resetting it
 through ``/proc/self/clear_refs``; CPU only).
 
@@ -23,6 +24,9 @@ Usage::
 
     python benchmarks/explain_speed.py [--repeats 3] [--threads 2] [--quick]
 
+On a machine shared with other jobs, ``OMP_WAIT_POLICY=PASSIVE`` keeps OpenMP threads from spinning
+(with busy cores, spinning makes 2-thread runs many times slower for both sides alike).
+
 Prints a markdown table and writes ``benchmarks/results/explain_speed.{md,json}``.
 """
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import os
 import platform
 import subprocess
 import time
@@ -161,27 +166,25 @@ def captum(clf, encoding, targets, method, batch_size, input_order=False):
 def compare(clf, name, encoding, targets, method, repeats, batch_size, input_order=False):
     """fp32 ours vs Captum, interleaved; returns one table row."""
     masks = explained_positions(encoding)
-    times = {"ours": [], "captum": []}
-    peaks = {}
+    times, peaks, results = {"ours": [], "captum": []}, {"ours": [], "captum": []}, {}
     for r in range(repeats):
         order = ("ours", "captum") if r % 2 == 0 else ("captum", "ours")
         for side in order:
             run = (lambda: ours(clf, encoding, targets, method, batch_size, "fp32")) if side == "ours" else (
                 lambda: captum(clf, encoding, targets, method, batch_size))
-            result, seconds, peak = measure(run)
+            results[side], seconds, peak = measure(run)
             times[side].append(seconds)
-            peaks[side] = max(peaks.get(side, 0.0), peak)
-            if r == 0:
-                peaks[side + "_result"] = result
-    agree = agreement(peaks.pop("ours_result"), peaks.pop("captum_result"), masks)
+            peaks[side].append(peak)
+    agree = agreement(results["ours"], results["captum"], masks)
     median = {side: float(np.median(t)) for side, t in times.items()}
+    peak = {side: float(np.median(p)) for side, p in peaks.items()}
     unsorted = None
     if input_order:
         _, unsorted, _ = measure(lambda: captum(clf, encoding, targets, method, batch_size, input_order=True))
     return {"captum_input_order_s": unsorted, "method": method, "data": name, "n_examples": len(encoding), "n_tokens": int(encoding.lengths.sum()),
             "precision": "fp32", "ours_s": median["ours"], "captum_s": median["captum"],
-            "speedup": median["captum"] / median["ours"], "ours_peak_mib": peaks["ours"],
-            "captum_peak_mib": peaks["captum"], "repeats": repeats, **agree}
+            "speedup": median["captum"] / median["ours"], "ours_peak_mib": peak["ours"],
+            "captum_peak_mib": peak["captum"], "repeats": repeats, **agree}
 
 
 def reduced_precision(clf, name, encoding, targets, method, batch_size):
@@ -261,10 +264,11 @@ def markdown(report) -> str:
     lines = [
         f"# Explanation speed: fmmlearn vs Captum {report['captum_version']}",
         "",
-        f"{report['machine']}; torch {report['torch']}, {report['threads']} threads; model: bundled MiniLM-L6 "
+        f"{report['machine']}; torch {report['torch']}, {report['threads']} threads "
+        f"(OMP_WAIT_POLICY={report['omp_wait_policy']}); model: bundled MiniLM-L6 "
         f"(fine-tuned 1 epoch on 160 tweets, {report['fit_s']:.0f} s). Same length-grouped batches of "
-        f"{report['batch_size']} examples and {ROWS_PER_FORWARD} rows per forward pass on both sides; median of "
-        f"{report['repeats']} interleaved runs; peak = growth of the resident set during the call.",
+        f"{report['batch_size']} examples and {ROWS_PER_FORWARD} rows per forward pass on both sides; medians of "
+        f"interleaved runs (repeats column); peak = growth of the resident set during the call.",
         "",
         f"Our default precision on this machine: **{report['default_precision']}**.",
         "",
@@ -273,10 +277,10 @@ def markdown(report) -> str:
     for row in report["comparisons"]:
         unsorted = "-" if row["captum_input_order_s"] is None else (
             f"{fmt(row['captum_input_order_s'])} ({row['captum_input_order_s'] / row['ours_s']:.2f}x)")
-        rows.append([row["method"], row["data"], row["n_examples"], row["n_tokens"], "fp32", row["ours_s"],
+        rows.append([row["method"], row["data"], row["n_examples"], row["n_tokens"], row["repeats"], row["ours_s"],
                      row["captum_s"], f"**{row['speedup']:.2f}x**", fmt(row["ours_peak_mib"], 0),
                      fmt(row["captum_peak_mib"], 0), *_agree(row), unsorted])
-    lines += table(["method", "data", "examples", "tokens", "precision", "ours (s)", "Captum (s)", "speed-up",
+    lines += table(["method", "data", "examples", "tokens", "runs", "ours fp32 (s)", "Captum fp32 (s)", "speed-up",
                     "ours peak (MiB)", "Captum peak (MiB)", "max abs diff", "Spearman mean / min",
                     "Captum, input-order batches (s)"], rows)
     lines += ["", "Reduced precision (ours vs Captum fp32, small sample of tweets):", ""]
@@ -304,10 +308,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     quick = args.quick
-    # Subsets per method, sized so that the whole run stays within ~10 minutes on 2 cores.
-    sizes = {"inp-grad-sign": (200, 50), "int-grad-sign": (32, 2), "loo-sign": (48, 1)}
+    # (tweets, news articles, repeats, bf16 sample) per method, sized so that the whole run stays
+    # within ~10 minutes on 2 idle cores.
+    sizes = {"inp-grad-sign": (200, 50, args.repeats, 3), "int-grad-sign": (32, 2, min(args.repeats, 2), 1),
+             "loo-sign": (32, 1, min(args.repeats, 2), 2)}
     if quick:
-        sizes = {m: (8, 1) for m in sizes}
+        sizes = {m: (8, 1, 1, 1) for m in sizes}
 
     train_x, train_y, tweets, tweet_labels = load_tweets(160 if not quick else 32, 200, seed=0)
     news = load_news(50, seed=0)
@@ -328,15 +334,13 @@ def main(argv=None):
         ours(clf, warm, tweet_targets[:2], method, args.batch_size, "fp32")
         captum(clf, warm, tweet_targets[:2], method, args.batch_size)
     comparisons, precision_rows = [], []
-    for method, (n_tweets, n_news) in sizes.items():
+    for method, (n_tweets, n_news, repeats, n_sample) in sizes.items():
         for name, enc, targets, n in (("tweets", tweet_enc, tweet_targets, n_tweets),
                                       ("BBC news (256 tok)", news_enc, news_targets, n_news)):
             sub = enc.subset(np.arange(n))
-            row = compare(clf, name, sub, targets[:n], method, args.repeats if not quick else 1, args.batch_size,
-                          input_order=name == "tweets")
+            row = compare(clf, name, sub, targets[:n], method, repeats, args.batch_size, input_order=name == "tweets")
             comparisons.append(row)
             print(row, flush=True)
-        n_sample = 3 if not quick else 2
         precision_rows += reduced_precision(clf, "tweets", tweet_enc.subset(np.arange(n_sample)),
                                             tweet_targets[:n_sample], method, args.batch_size)
         print(precision_rows[-2:], flush=True)
@@ -353,6 +357,7 @@ def main(argv=None):
     report = {
         "machine": f"{platform.processor() or platform.machine()} CPU ({torch.get_num_threads()} threads)",
         "torch": torch.__version__, "captum_version": captum_version, "threads": args.threads,
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
         "batch_size": args.batch_size, "repeats": args.repeats, "fit_s": fit_s,
         "default_precision": "fp32 for every measure (no fast bf16 on this CPU)" if dtype is None
         else f"{dtype} for forward-only measures, fp32 for gradient measures",

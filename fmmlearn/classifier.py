@@ -524,6 +524,15 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
 
         return random_masking_curve(self, X, y, ratios=ratios, metric=metric, random_state=random_state)
 
+    def in_distribution_report(self, X_calib, X_test, y_test, method="rand", **options) -> pd.DataFrame:
+        """MaSF in-distribution test of explainer-masked test sets, ratio by ratio.
+
+        See :func:`fmmlearn.ood.in_distribution_report`.
+        """
+        from .ood import in_distribution_report
+
+        return in_distribution_report(self, X_calib, X_test, y_test, method=method, **options)
+
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
         """Save the fitted classifier to a directory (no pickle).

@@ -176,6 +176,9 @@ def explain_encoded(
     targets_idx = np.asarray(targets_idx, dtype=np.int64)
     if targets_idx.shape != (len(encoding),):
         raise ValueError(f"targets_idx must have shape ({len(encoding)},), got {targets_idx.shape}.")
+    if len(targets_idx) and not (0 <= targets_idx.min() and targets_idx.max() < len(clf.classes_)):
+        raise ValueError(f"targets_idx must be class indices in [0, {len(clf.classes_)}), got values in "
+                         f"[{targets_idx.min()}, {targets_idx.max()}].")
     if batch_size is None:
         batch_size = clf.batch_size if measure.uses_gradients else clf.inference_batch_size_
     device, dtype = clf.device_, _autocast_dtype(clf, measure, precision)

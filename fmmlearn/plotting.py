@@ -193,10 +193,11 @@ def plot_in_distribution(report, ax=None, path=None, threshold: float = 0.05, st
     missing = {"ratio", "threshold", statistic} - set(frame.columns)
     if missing:
         raise ValueError(f"report lacks column(s) {sorted(missing)}; expected in_distribution_report() rows.")
+    lines = list(_ood_lines(frame, statistic, level))      # fail before a figure is made
     ax = _axes(ax)
-    for label, stats in _ood_lines(frame, statistic, level):
+    for label, stats in lines:
         _pooled_line(ax, stats, label=label, marker="o", markersize=3)
-    ax.axhline(level, label=f"{level:g}", linewidth=1, **_BASELINE_STYLE)
+    ax.axhline(level, label=f"level {level:g}", linewidth=1, **_BASELINE_STYLE)
     ax.set_ylim(-0.02, 1.02)
     return _finish(ax, _OOD_STATISTICS[statistic].format(threshold=level), title, path)
 

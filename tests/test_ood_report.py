@@ -250,8 +250,8 @@ def test_plot_compares_models_and_writes_a_png(report, tmp_path):
     ax = plot_in_distribution({"plain": plain, "masked": report}, path=tmp_path / "ood.png")
     assert (tmp_path / "ood.png").stat().st_size > 0
     lines = {line.get_label(): line for line in ax.lines}
-    assert set(lines) == {"plain", "masked", "0.05"}
-    assert lines["0.05"].get_linestyle() == "--" and list(lines["0.05"].get_ydata()) == [0.05, 0.05]
+    assert set(lines) == {"plain", "masked", "level 0.05"}
+    assert lines["level 0.05"].get_linestyle() == "--" and list(lines["level 0.05"].get_ydata()) == [0.05, 0.05]
     np.testing.assert_allclose(lines["plain"].get_ydata(), 0.01)
     np.testing.assert_allclose(lines["masked"].get_xdata(), RATIOS)
     np.testing.assert_allclose(lines["masked"].get_ydata(), report.groupby("ratio")["simes_p"].first())
@@ -259,15 +259,17 @@ def test_plot_compares_models_and_writes_a_png(report, tmp_path):
 
 
 def test_plot_stacked_frame_uses_the_model_column_and_pools_seeds(report):
+    import matplotlib
+
+    matplotlib.use("Agg")
     stacked = pd.concat([report.assign(model="masked"), report.assign(model="masked", proportion=0.0),
                          report.assign(model="plain")])
     ax = plot_in_distribution(stacked, statistic="proportion", threshold=0.1)
     lines = {line.get_label(): line for line in ax.lines}
-    assert set(lines) == {"masked", "plain", "0.1"}
+    assert set(lines) == {"masked", "plain", "level 0.1"}
     at = report[report["threshold"] == 0.1].set_index("ratio")["proportion"]
     np.testing.assert_allclose(lines["masked"].get_ydata(), at / 2)      # mean of the two "seeds"
     assert "p < 0.1" in ax.get_ylabel()
-    matplotlib = pytest.importorskip("matplotlib")
     matplotlib.pyplot.close(ax.figure)
 
 
