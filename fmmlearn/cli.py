@@ -149,6 +149,64 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def _load_with_data(args, labels: bool):
+    from .classifier import FaithfulTextClassifier
+
+    clf = FaithfulTextClassifier.load(args.model_dir)
+    frame = read_table(args.data)
+    X = texts_from(frame, args.text_col, args.pair_col)
+    y = None
+    if labels and args.label_col:
+        if args.label_col not in frame.columns:
+            raise SystemExit(f"error: label column {args.label_col!r} not in the data; columns are {list(frame.columns)}")
+        y = frame[args.label_col].to_numpy()
+    return clf, X, y
+
+
+def cmd_explain(args) -> int:
+    clf, X, y = _load_with_data(args, labels=True)
+    frame = clf.explain(X, y, method=args.method, segment=args.segment, level=args.level)
+    write_table(frame, args.out)
+    if args.html:
+        from .html import explanation_html
+
+        explanation_html(frame, path=args.html, title=f"{args.method} explanations")
+    print(f"wrote {len(frame)} rows ({frame['example'].nunique()} examples) to {args.out}")
+    return 0
+
+
+def cmd_faithfulness(args) -> int:
+    from .faithfulness import faithfulness_report
+
+    clf, X, y = _load_with_data(args, labels=True)
+    if y is None:
+        raise SystemExit("error: faithfulness needs gold labels: pass --label-col")
+    report = faithfulness_report(clf, X, y, methods=args.methods, n_repeats=args.repeats, random_state=args.seed)
+    write_table(report.curves, args.out)
+    if args.plot:
+        report.plot(path=args.plot)
+    print(report.summary.to_string(index=False))
+    print(f"wrote curves to {args.out}")
+    return 0
+
+
+def cmd_ood(args) -> int:
+    from .ood import in_distribution_report
+
+    clf, X, y = _load_with_data(args, labels=True)
+    if y is None:
+        raise SystemExit("error: ood needs gold labels of the test data: pass --label-col")
+    calib = texts_from(read_table(args.calibration), args.text_col, args.pair_col)
+    report = in_distribution_report(clf, calib, X, y, method=args.method, random_state=args.seed)
+    write_table(report, args.out)
+    if args.plot:
+        from .plotting import plot_in_distribution
+
+        plot_in_distribution(report, path=args.plot)
+    print(report[report["threshold"] == 0.05].to_string(index=False))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fmmlearn`` command."""
     from ._version import __version__
@@ -184,6 +242,37 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(predict, labels=False)
     predict.add_argument("--out", required=True, help="output table (.csv/.tsv/.jsonl/.parquet/.html)")
     predict.set_defaults(func=cmd_predict)
+
+    explain = sub.add_parser("explain", help="token importances of a saved model, one row per token")
+    explain.add_argument("model_dir")
+    _add_data_args(explain, labels=True)
+    explain.set_defaults(label_col=None)
+    explain.add_argument("--method", default="loo-sign")
+    explain.add_argument("--segment", default="first", choices=["first", "all"])
+    explain.add_argument("--level", default="token", choices=["token", "word"])
+    explain.add_argument("--out", required=True, help="output table")
+    explain.add_argument("--html", default=None, help="also write an HTML heatmap here")
+    explain.set_defaults(func=cmd_explain)
+
+    faith = sub.add_parser("faithfulness", help="masking curves, ACU and RACU of importance measures")
+    faith.add_argument("model_dir")
+    _add_data_args(faith, labels=True)
+    faith.add_argument("--methods", nargs="+", default=["loo-sign", "inp-grad-sign"])
+    faith.add_argument("--repeats", type=int, default=1)
+    faith.add_argument("--seed", type=int, default=0)
+    faith.add_argument("--out", required=True, help="output table of curves")
+    faith.add_argument("--plot", default=None, help="also save a PNG of the curves")
+    faith.set_defaults(func=cmd_faithfulness)
+
+    ood = sub.add_parser("ood", help="MaSF in-distribution test of explainer-masked test data")
+    ood.add_argument("model_dir")
+    ood.add_argument("calibration", help="unlabelled calibration table (same text columns)")
+    _add_data_args(ood, labels=True)
+    ood.add_argument("--method", default="rand")
+    ood.add_argument("--seed", type=int, default=0)
+    ood.add_argument("--out", required=True, help="output table")
+    ood.add_argument("--plot", default=None, help="also save a PNG")
+    ood.set_defaults(func=cmd_ood)
     return parser
 
 
