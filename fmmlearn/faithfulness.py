@@ -235,11 +235,11 @@ def iter_batch_masking(
     **method_params
         Passed to the measure.
 
-    Yields
-    ------
-    ratio : float
-    input_ids : LongTensor (B, T)
-        The masked ids at that ratio (a new tensor each step).
+    Returns
+    -------
+    iterator of (float, LongTensor (B, T))
+        ``(ratio, masked ids)`` per ratio, computed lazily; arguments are
+        validated at the call.
     """
     grid = check_ratios(ratios)
     measure = get_measure(method) if importance is None else None
@@ -254,16 +254,21 @@ def iter_batch_masking(
             autocast_dtype=autocast_dtype, internal_batch_size=internal_batch_size, **method_params,
         )
 
-    ids = batch.input_ids
-    if importance is None and not recursive and np.any((grid > 0) & (grid < 1)):
-        importance = explain(None, ids)
-    for ratio in grid.tolist():
-        if ratio == 1.0:
-            ids = torch.where(eligible, torch.full_like(ids, mask_token_id), ids)
-        elif ratio > 0.0:
-            scores = _recursive_scores(explain, ids, eligible, ratio, mask_token_id) if recursive else importance
-            ids = mask_top_k(ids, _finite_scores(scores), eligible, ratio, mask_token_id)
-        yield ratio, ids
+    def steps(importance=importance):
+        ids = batch.input_ids
+        if importance is None and not recursive and np.any((grid > 0) & (grid < 1)):
+            importance = explain(None, ids)
+        for ratio in grid.tolist():
+            if ratio == 1.0:
+                ids = torch.where(eligible, torch.full_like(ids, mask_token_id), ids)
+            elif ratio > 0.0:
+                scores = _recursive_scores(explain, ids, eligible, ratio, mask_token_id) if recursive else importance
+                ids = mask_top_k(ids, _finite_scores(scores), eligible, ratio, mask_token_id)
+            yield ratio, ids
+
+    if measure is not None:
+        measure.bind(method_params)  # arguments are checked now, the work happens on iteration
+    return steps()
 
 
 def _recursive_scores(explain, ids, eligible, ratio, mask_token_id) -> torch.Tensor:
@@ -355,11 +360,12 @@ def iter_explainer_masking(
     **method_params
         Passed to the measure.
 
-    Yields
-    ------
-    ratio : float
-    input_ids : list of ndarray of int64
-        Masked ids per example, aligned with ``encoding.input_ids``.
+    Returns
+    -------
+    iterator of (float, list of ndarray of int64)
+        ``(ratio, masked ids per example)``, aligned with
+        ``encoding.input_ids``.  Arguments are validated at the call; the
+        work starts with the first step.
     """
     grid = check_ratios(ratios)
     _check_segment(segment)
@@ -376,22 +382,34 @@ def iter_explainer_masking(
         scores = _check_covered(_importance_arrays(importances, encoding), _eligible_masks(clf, encoding, segment)[0])
     if batch_size is None:
         batch_size = clf.batch_size if measure is not None and measure.uses_gradients else clf.inference_batch_size_
-    device, tokenizer = clf.device_, clf.tokenizer_
+    tokenizer = clf.tokenizer_
     options = dict(mask_token_id=tokenizer.mask_token_id, recursive=recursive, segment=segment,
                    autocast_dtype=_autocast_dtype(clf, measure, precision),
                    generator=torch.Generator(device="cpu").manual_seed(_base_seed(random_state, clf.random_state)),
                    internal_batch_size=internal_batch_size, **method_params)
-    bar = _progress(clf, len(encoding), f"faithfulness ({measure.name if measure else method})")
+    label = measure.name if measure is not None else method
+
+    def steps():
+        masked = _masked_sets(clf, encoding, targets, measure, grid, scores, batch_size, options, label)
+        yield from zip(grid.tolist(), masked)
+
+    return steps()
+
+
+def _masked_sets(clf, encoding, targets, measure, grid, scores, batch_size, options, label) -> list:
+    """Run :func:`iter_batch_masking` batch by batch; ``out[step][i]`` = masked ids of example ``i``."""
+    device, pad = clf.device_, clf.tokenizer_.pad_token_id
+    bar = _progress(clf, len(encoding), f"faithfulness ({label})")
 
     def run(idx):
-        batch = collate(encoding, idx, tokenizer.pad_token_id).to(device)
+        batch = collate(encoding, idx, pad).to(device)
         given = None if scores is None else _padded(scores, idx, batch.input_ids.shape[1]).to(device)
         target = torch.as_tensor(targets[idx], device=device)
-        steps = [ids.cpu().numpy() for _, ids in iter_batch_masking(clf.model_, batch, target, measure, grid,
-                                                                    importance=given, **options)]
+        steps = iter_batch_masking(clf.model_, batch, target, measure, grid, importance=given, **options)
+        out = [ids.cpu().numpy() for _, ids in steps]
         if bar is not None:
             bar.update(len(idx))
-        return steps
+        return out
 
     try:
         parts = run_in_batches(run, length_grouped_batches(encoding.lengths, batch_size))
@@ -399,11 +417,11 @@ def iter_explainer_masking(
         if bar is not None:
             bar.close()
     masked = [[None] * len(encoding) for _ in grid]
-    for idx, steps in parts:
-        for step, ids in zip(masked, steps):
+    for idx, batch_steps in parts:
+        for step, ids in zip(masked, batch_steps):
             for row, i in enumerate(idx):
                 step[i] = ids[row, : len(encoding.input_ids[i])]
-    yield from zip(grid.tolist(), masked)
+    return masked
 
 
 # --------------------------------------------------------------------------- precomputed importances
