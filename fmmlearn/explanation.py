@@ -21,7 +21,8 @@ from .importance import compute_importance, get_measure
 from .masking import eligible_positions
 from .modeling import resolve_precision, run_in_batches
 
-__all__ = ["explain", "explain_encoded", "resolve_targets"]
+__all__ = ["autocast_dtype_for", "explain", "explain_encoded", "resolve_seed", "resolve_targets", "run_over_batches",
+           "token_frame", "word_frame"]
 
 SEGMENTS = ("first", "all")
 LEVELS = ("token", "word")
@@ -92,17 +93,43 @@ def resolve_targets(clf, encoding, y=None, target=None) -> np.ndarray:
 # --------------------------------------------------------------------------- scores
 
 
-def _autocast_dtype(clf, measure, precision):
-    """Default: the classifier's inference precision for forward-only measures, fp32 for gradients."""
+def autocast_dtype_for(clf, measure, precision=None):
+    """Autocast dtype of a measure on ``clf`` (``None`` = fp32).
+
+    Parameters
+    ----------
+    clf : FaithfulTextClassifier
+    measure : Measure or None
+    precision : {None, "auto", "fp32", "bf16", "fp16"}
+        ``None``: the classifier's inference precision for forward-only
+        measures, fp32 for gradient measures (and for ``measure=None``).
+        ``"auto"``: the classifier's inference precision for every measure.
+
+    Returns
+    -------
+    torch.dtype or None
+    """
     if precision is None:
-        return None if measure.uses_gradients else clf.inference_dtype_
+        return None if measure is None or measure.uses_gradients else clf.inference_dtype_
     if precision == "auto":
         return clf.inference_dtype_
     return resolve_precision(precision, clf.device_)
 
 
-def _seed(clf, random_state) -> int:
-    state = clf.random_state if random_state is None else random_state
+def resolve_seed(random_state, fallback=None) -> int:
+    """An integer seed from ``random_state`` (or ``fallback`` when it is None; fresh entropy if both are).
+
+    Parameters
+    ----------
+    random_state : None, int or numpy.random.RandomState
+    fallback : None, int or numpy.random.RandomState
+        Typically the classifier's ``random_state``.
+
+    Returns
+    -------
+    int
+    """
+    state = fallback if random_state is None else random_state
     if state is None:
         return int(np.random.SeedSequence().generate_state(1)[0])
     if isinstance(state, np.random.RandomState):
@@ -112,12 +139,38 @@ def _seed(clf, random_state) -> int:
     return int(state)
 
 
-def _progress(clf, total: int, method: str):
+def run_over_batches(clf, encoding, batch_size: int, fn, desc: str) -> list:
+    """``fn(indices)`` over length-grouped batches of ``encoding``, longest first.
+
+    A batch that runs out of memory is halved and retried; a tqdm bar counts
+    the examples when ``clf.verbose``.
+
+    Parameters
+    ----------
+    clf : FaithfulTextClassifier
+        Only ``clf.verbose`` is read.
+    encoding : Encoding
+    batch_size : int
+    fn : callable
+        ``fn(indices) -> result`` for an array of example indices.
+    desc : str
+        Progress-bar label.
+
+    Returns
+    -------
+    list of (indices, result)
+    """
     if not getattr(clf, "verbose", 0):
-        return None
+        return run_in_batches(fn, length_grouped_batches(encoding.lengths, batch_size))
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=f"explain ({method})", unit="example", leave=False)
+    with tqdm(total=len(encoding), desc=desc, unit="example", leave=False) as bar:
+        def counted(idx):
+            result = fn(idx)
+            bar.update(len(idx))
+            return result
+
+        return run_in_batches(counted, length_grouped_batches(encoding.lengths, batch_size))
 
 
 def explain_encoded(
@@ -181,26 +234,18 @@ def explain_encoded(
                          f"[{targets_idx.min()}, {targets_idx.max()}].")
     if batch_size is None:
         batch_size = clf.batch_size if measure.uses_gradients else clf.inference_batch_size_
-    device, dtype = clf.device_, _autocast_dtype(clf, measure, precision)
-    generator = torch.Generator(device="cpu").manual_seed(_seed(clf, random_state))
-    bar = _progress(clf, len(encoding), measure.name)
+    device, dtype = clf.device_, autocast_dtype_for(clf, measure, precision)
+    generator = torch.Generator(device="cpu").manual_seed(resolve_seed(random_state, clf.random_state))
 
     def run(idx):
         batch = collate(encoding, idx, clf.tokenizer_.pad_token_id, input_ids=input_ids).to(device)
-        scores = compute_importance(
+        return compute_importance(
             clf.model_, batch, torch.as_tensor(targets_idx[idx], device=device), measure,
             mask_token_id=clf.tokenizer_.mask_token_id, eligible=eligible_positions(batch, segment),
             generator=generator, autocast_dtype=dtype, internal_batch_size=internal_batch_size, **method_params,
         ).cpu().numpy()
-        if bar is not None:
-            bar.update(len(idx))
-        return scores
 
-    try:
-        parts = run_in_batches(run, length_grouped_batches(encoding.lengths, batch_size))
-    finally:
-        if bar is not None:
-            bar.close()
+    parts = run_over_batches(clf, encoding, batch_size, run, f"explain ({measure.name})")
     out = [None] * len(encoding)
     for idx, scores in parts:
         for row, i in enumerate(idx):

@@ -148,6 +148,17 @@ def _resolve_recursive(measure, recursive, precomputed: bool) -> bool:
     return bool(recursive)
 
 
+def _checked_measure(method, precomputed: bool, method_params: dict):
+    """The measure (``None`` for precomputed scores), its parameters checked before any model work."""
+    if precomputed:
+        if method_params:
+            raise ValueError(f"measure parameters {sorted(method_params)} cannot apply to precomputed importances.")
+        return None
+    measure = get_measure(method)
+    measure.bind(method_params)
+    return measure
+
+
 def _derive_seed(seed: int, *keys: int) -> int:
     """An independent seed for a sub-stream (e.g. repeat ``i`` of the baseline)."""
     return int(np.random.SeedSequence([seed, *keys]).generate_state(1)[0])
@@ -242,7 +253,7 @@ def iter_batch_masking(
         validated at the call.
     """
     grid = check_ratios(ratios)
-    measure = get_measure(method) if importance is None else None
+    measure = _checked_measure(method, importance is not None, method_params)
     recursive = _resolve_recursive(measure, recursive, importance is not None)
     eligible = eligible_positions(batch, _check_segment(segment))
 
@@ -266,9 +277,7 @@ def iter_batch_masking(
                 ids = mask_top_k(ids, _finite_scores(scores), eligible, ratio, mask_token_id)
             yield ratio, ids
 
-    if measure is not None:
-        measure.bind(method_params)  # arguments are checked now, the work happens on iteration
-    return steps()
+    return steps()  # arguments are checked now, the work happens on iteration
 
 
 def _recursive_scores(explain, ids, eligible, ratio, mask_token_id) -> torch.Tensor:
@@ -370,9 +379,7 @@ def iter_explainer_masking(
     grid = check_ratios(ratios)
     _check_segment(segment)
     precomputed = importances is not None
-    measure = None if precomputed else get_measure(method)
-    if measure is not None:
-        measure.bind(method_params)  # fail before any model work
+    measure = _checked_measure(method, precomputed, method_params)
     recursive = _resolve_recursive(measure, recursive, precomputed)
     targets = np.asarray(target_idx, dtype=np.int64)
     if targets.shape != (len(encoding),):
@@ -874,7 +881,7 @@ class FaithfulnessScorer:
         rng = np.random.default_rng(_derive_seed(_base_seed(self.random_state, 0), 2))
         keep = np.sort(rng.choice(len(y), size=self.max_samples, replace=False))
         rows = X.iloc[keep] if isinstance(X, (pd.Series, pd.DataFrame)) else [X[i] for i in keep]
-        return rows, np.asarray(y, dtype=object)[keep] if not isinstance(y, np.ndarray) else y[keep]
+        return rows, np.asarray(y)[keep]
 
     def __call__(self, estimator, X, y, **kwargs) -> float:
         """Score a fitted classifier on ``(X, y)``: NaN with a warning if no curve can be formed."""
@@ -891,9 +898,10 @@ class FaithfulnessScorer:
                                random_state=_derive_seed(seed, 1), **options, **self.method_params)
         baseline = _baseline_values(estimator, encoding, target_idx,
                                     [_derive_seed(seed, 0, i) for i in range(self.n_random)], **options)
+        direction = get_metric(self.metric).greater_is_better
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FaithfulnessWarning)
-            value = (racu if self.relative else acu)(curve, baseline)
+            value = (racu if self.relative else acu)(curve, baseline, greater_is_better=direction)
         if not np.isfinite(value):
             warnings.warn("the random curve is flat (masking does not change the metric), so RACU is undefined; "
                           "the faithfulness score is NaN.", FaithfulnessWarning, stacklevel=2)

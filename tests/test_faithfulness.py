@@ -221,8 +221,9 @@ def test_loss_curve_rises_and_keeps_the_racu_sign(bag, bag_data, bag_rand):
 
 
 def test_precomputed_formats_equal_the_non_recursive_path(bert_clf):
-    X, y = make_sentiment(16, seed=5)
-    internal = faithfulness_curve(bert_clf, X, y, "grad-l2", recursive=False)
+    X, y = make_sentiment(10, seed=5)
+    ratios = [0.0, 0.3, 0.6, 1.0]
+    internal = faithfulness_curve(bert_clf, X, y, "grad-l2", ratios, recursive=False)
     frame = explain(bert_clf, X, y, method="grad-l2")
     encoding = bert_clf.encode(X)
     as_list = [np.zeros(n) for n in encoding.lengths]
@@ -232,7 +233,7 @@ def test_precomputed_formats_equal_the_non_recursive_path(bert_clf):
     for i, scores in enumerate(as_list):
         as_array[i, : len(scores)] = scores
     for importances in (frame, as_list, as_array):
-        curve = faithfulness_curve(bert_clf, X, y, "grad-l2", importances=importances)
+        curve = faithfulness_curve(bert_clf, X, y, "grad-l2", ratios, importances=importances)
         pd.testing.assert_frame_equal(curve, internal)
 
 
