@@ -42,8 +42,8 @@ def main() -> None:
     # No validation split (no best-epoch selection): every tweet trains, and it saves time.
     clf = FaithfulTextClassifier(model="minilm", max_length=40, max_epochs=3, learning_rate=1e-4,
                                  validation_fraction=0, precision="auto", random_state=0)
-    # 3 random baselines averaged: RACU divides by the baseline's drop, so its noise matters.
-    faithfulness = make_faithfulness_scorer("inp-grad-sign", ratios=RATIOS, n_random=3, max_samples=60)
+    # 2 random baselines averaged: RACU divides by the baseline's drop, so its noise matters.
+    faithfulness = make_faithfulness_scorer("inp-grad-sign", ratios=RATIOS, n_random=2, max_samples=50)
     search = GridSearchCV(
         clf,
         {"max_masking_ratio": [0.0, 0.5, 1.0]},

@@ -525,13 +525,23 @@ def _metric_value(metric, clf, y_true, logits: np.ndarray) -> float:
     return metric(y_true, clf.classes_[logits.argmax(axis=1)], labels=clf.classes_)
 
 
-def _curve_frame(clf, encoding, y_true, steps, metric, method: str, segment: str) -> pd.DataFrame:
-    """Evaluate every ``(ratio, masked ids)`` step on the whole set: one row per ratio."""
+def _curve_frame(clf, encoding, y_true, steps, metric, method: str, segment: str,
+                 endpoints: dict | None = None) -> pd.DataFrame:
+    """Evaluate every ``(ratio, masked ids)`` step on the whole set: one row per ratio.
+
+    ``endpoints`` caches the scores at ``r = 0`` (clean) and ``r = 1`` (all
+    masked), which every curve of the same set, segment and metric shares.
+    """
     rows = []
     for ratio, ids in steps:
-        logits = clf.encoded_logits(encoding, input_ids=ids)
-        rows.append((method, ratio, metric.name, _metric_value(metric, clf, y_true, logits), len(encoding),
-                     _mean_masked_fraction(clf, encoding, ids, segment)))
+        cached = endpoints is not None and ratio in (0.0, 1.0)
+        if not cached or ratio not in endpoints:
+            logits = clf.encoded_logits(encoding, input_ids=ids)
+            score = (_metric_value(metric, clf, y_true, logits), _mean_masked_fraction(clf, encoding, ids, segment))
+            if cached:
+                endpoints[ratio] = score
+        value, fraction = endpoints[ratio] if cached else score
+        rows.append((method, ratio, metric.name, value, len(encoding), fraction))
     frame = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
     frame.attrs["greater_is_better"] = metric.greater_is_better  # read by acu/racu (custom metrics)
     return frame
@@ -546,14 +556,15 @@ def _gold(clf, encoding, y):
 
 
 def _encoded_curve(clf, encoding, target_idx, method, *, ratios=None, recursive=None, segment="first",
-                   metric=None, random_state=None, importances=None, batch_size=None, **method_params):
+                   metric=None, random_state=None, importances=None, batch_size=None, endpoints=None,
+                   **method_params):
     metric = get_metric("accuracy" if metric is None else metric)
     label = (method if isinstance(method, str) else "precomputed") if importances is not None \
         else get_measure(method).name
     steps = iter_explainer_masking(clf, encoding, target_idx, method, ratios, recursive, segment,
                                    importances=importances, random_state=random_state, batch_size=batch_size,
                                    **method_params)
-    return _curve_frame(clf, encoding, clf.classes_[target_idx], steps, metric, label, segment)
+    return _curve_frame(clf, encoding, clf.classes_[target_idx], steps, metric, label, segment, endpoints)
 
 
 def faithfulness_curve(
@@ -892,7 +903,7 @@ class FaithfulnessScorer:
             warnings.warn(f"no token of X can be masked (segment={self.segment!r}); the faithfulness score is "
                           "NaN.", FaithfulnessWarning, stacklevel=2)
             return float("nan")
-        options = dict(ratios=self.ratios, segment=self.segment, metric=self.metric)
+        options = dict(ratios=self.ratios, segment=self.segment, metric=self.metric, endpoints={})
         seed = _base_seed(self.random_state, 0)
         curve = _encoded_curve(estimator, encoding, target_idx, self.method, recursive=self.recursive,
                                random_state=_derive_seed(seed, 1), **options, **self.method_params)
@@ -1164,7 +1175,7 @@ def faithfulness_report(
     if not (isinstance(confidence_level, numbers.Real) and 0 < confidence_level < 1):
         raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}.")
     options = dict(ratios=check_ratios(ratios, endpoints=True), segment=_check_segment(segment), metric=metric,
-                   batch_size=batch_size)
+                   batch_size=batch_size, endpoints={})
     encoding = clf.encode(X)
     target_idx, _ = _gold(clf, encoding, y)
     seed = _base_seed(random_state, clf.random_state)
