@@ -31,6 +31,7 @@ Only the classifier's public low-level API is used (``encode``,
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import warnings
 from functools import partial
@@ -40,13 +41,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .encoding import collate, length_grouped_batches
-from .explanation import resolve_targets
+from .encoding import collate
+from .explanation import autocast_dtype_for, resolve_seed, resolve_targets, run_over_batches
 from .importance import compute_importance, get_measure
 from .masking import eligible_positions, fixed_count_masking, mask_counts, mask_top_k, maskable_positions
 from .metrics import get_metric
 from .metrics import greater_is_better as _metric_greater_is_better
-from .modeling import resolve_precision, run_in_batches
 
 __all__ = [
     "CURVE_COLUMNS",
@@ -162,17 +162,6 @@ def _checked_measure(method, precomputed: bool, method_params: dict):
 def _derive_seed(seed: int, *keys: int) -> int:
     """An independent seed for a sub-stream (e.g. repeat ``i`` of the baseline)."""
     return int(np.random.SeedSequence([seed, *keys]).generate_state(1)[0])
-
-
-def _base_seed(random_state, fallback) -> int:
-    state = fallback if random_state is None else random_state
-    if state is None:
-        return int(np.random.SeedSequence().generate_state(1)[0])
-    if isinstance(state, np.random.RandomState):
-        return int(state.randint(0, 2**31 - 1))
-    if isinstance(state, bool) or not isinstance(state, numbers.Integral):
-        raise ValueError(f"random_state must be None, an int or a numpy RandomState, got {state!r}.")
-    return int(state)
 
 
 # --------------------------------------------------------------------------- the masking loop
@@ -297,23 +286,6 @@ def _recursive_scores(explain, ids, eligible, ratio, mask_token_id) -> torch.Ten
     return scores
 
 
-def _autocast_dtype(clf, measure, precision):
-    """Forward-only measures run at the classifier's inference precision, gradient ones in fp32."""
-    if precision is None:
-        return None if measure is None or measure.uses_gradients else clf.inference_dtype_
-    if precision == "auto":
-        return clf.inference_dtype_
-    return resolve_precision(precision, clf.device_)
-
-
-def _progress(clf, total: int, desc: str):
-    if not getattr(clf, "verbose", 0):
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="example", leave=False)
-
-
 def iter_explainer_masking(
     clf,
     encoding,
@@ -391,8 +363,8 @@ def iter_explainer_masking(
         batch_size = clf.batch_size if measure is not None and measure.uses_gradients else clf.inference_batch_size_
     tokenizer = clf.tokenizer_
     options = dict(mask_token_id=tokenizer.mask_token_id, recursive=recursive, segment=segment,
-                   autocast_dtype=_autocast_dtype(clf, measure, precision),
-                   generator=torch.Generator(device="cpu").manual_seed(_base_seed(random_state, clf.random_state)),
+                   autocast_dtype=autocast_dtype_for(clf, measure, precision),
+                   generator=torch.Generator(device="cpu").manual_seed(resolve_seed(random_state, clf.random_state)),
                    internal_batch_size=internal_batch_size, **method_params)
     label = measure.name if measure is not None else method
 
@@ -406,23 +378,15 @@ def iter_explainer_masking(
 def _masked_sets(clf, encoding, targets, measure, grid, scores, batch_size, options, label) -> list:
     """Run :func:`iter_batch_masking` batch by batch; ``out[step][i]`` = masked ids of example ``i``."""
     device, pad = clf.device_, clf.tokenizer_.pad_token_id
-    bar = _progress(clf, len(encoding), f"faithfulness ({label})")
 
     def run(idx):
         batch = collate(encoding, idx, pad).to(device)
         given = None if scores is None else _padded(scores, idx, batch.input_ids.shape[1]).to(device)
         target = torch.as_tensor(targets[idx], device=device)
         steps = iter_batch_masking(clf.model_, batch, target, measure, grid, importance=given, **options)
-        out = [ids.cpu().numpy() for _, ids in steps]
-        if bar is not None:
-            bar.update(len(idx))
-        return out
+        return [ids.cpu().numpy() for _, ids in steps]
 
-    try:
-        parts = run_in_batches(run, length_grouped_batches(encoding.lengths, batch_size))
-    finally:
-        if bar is not None:
-            bar.close()
+    parts = run_over_batches(clf, encoding, batch_size, run, f"faithfulness ({label})")
     masked = [[None] * len(encoding) for _ in grid]
     for idx, batch_steps in parts:
         for step, ids in zip(masked, batch_steps):
@@ -702,7 +666,7 @@ def random_masking_curve(clf, X, y, ratios=None, metric=None, random_state=None)
     grid = check_ratios(ratios)
     encoding = clf.encode(X)
     target_idx, y_true = _gold(clf, encoding, y)
-    steps = _iter_random_masking(clf, encoding, grid, _base_seed(random_state, clf.random_state))
+    steps = _iter_random_masking(clf, encoding, grid, resolve_seed(random_state, clf.random_state))
     return _curve_frame(clf, encoding, y_true, steps, get_metric("accuracy" if metric is None else metric),
                         RANDOM_MASKING, "all")
 
@@ -889,7 +853,7 @@ class FaithfulnessScorer:
     def _subsample(self, X, y):
         if self.max_samples is None or len(y) <= self.max_samples:
             return X, y
-        rng = np.random.default_rng(_derive_seed(_base_seed(self.random_state, 0), 2))
+        rng = np.random.default_rng(_derive_seed(resolve_seed(self.random_state, 0), 2))
         keep = np.sort(rng.choice(len(y), size=self.max_samples, replace=False))
         rows = X.iloc[keep] if isinstance(X, (pd.Series, pd.DataFrame)) else [X[i] for i in keep]
         return rows, np.asarray(y)[keep]
@@ -904,7 +868,7 @@ class FaithfulnessScorer:
                           "NaN.", FaithfulnessWarning, stacklevel=2)
             return float("nan")
         options = dict(ratios=self.ratios, segment=self.segment, metric=self.metric, endpoints={})
-        seed = _base_seed(self.random_state, 0)
+        seed = resolve_seed(self.random_state, 0)
         curve = _encoded_curve(estimator, encoding, target_idx, self.method, recursive=self.recursive,
                                random_state=_derive_seed(seed, 1), **options, **self.method_params)
         baseline = _baseline_values(estimator, encoding, target_idx,
@@ -992,7 +956,7 @@ def make_faithfulness_scorer(
     for value, name in ((n_random, "n_random"), (max_samples if max_samples is not None else 1, "max_samples")):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    _base_seed(random_state, 0)
+    resolve_seed(random_state, 0)
     return FaithfulnessScorer(measure.name, metric, grid, bool(relative), int(n_random), random_state, segment,
                               recursive, max_samples, method_params)
 
@@ -1085,6 +1049,8 @@ def _mean_ci(values, confidence_level: float) -> tuple[float, float, float]:
     """Mean and BCa bootstrap CI (seeded 0), collapsed to the mean when all values are equal (SPEC 5.2)."""
     from scipy.stats import bootstrap
 
+    # scipy >= 1.15 names the seed `rng`; older versions `random_state`
+    seed = {"rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state": 0}
     values = np.asarray(values, dtype=np.float64)
     values = values[np.isfinite(values)]
     if values.size == 0:
@@ -1094,10 +1060,10 @@ def _mean_ci(values, confidence_level: float) -> tuple[float, float, float]:
     mean = float(values.mean())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # BCa on very few values warns about degenerate resamples
-        ci = bootstrap((values,), np.mean, confidence_level=confidence_level, rng=0).confidence_interval
+        ci = bootstrap((values,), np.mean, confidence_level=confidence_level, **seed).confidence_interval
         if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
             ci = bootstrap((values,), np.mean, confidence_level=confidence_level, method="percentile",
-                           rng=0).confidence_interval
+                           **seed).confidence_interval
     return mean, float(ci.low), float(ci.high)
 
 
@@ -1164,8 +1130,8 @@ def faithfulness_report(
 
     Examples
     --------
-    >>> curves, summary = faithfulness_report(clf, X_test, y_test, methods=["inp-grad-sign", "loo-sign"])  # doctest: +SKIP
-    >>> summary[["method", "racu", "racu_low", "racu_high"]]                                             # doctest: +SKIP
+    >>> report = faithfulness_report(clf, X_test, y_test, methods=["inp-grad-sign", "loo-sign"])  # doctest: +SKIP
+    >>> report.summary[["method", "racu", "racu_low", "racu_high"]]                             # doctest: +SKIP
     """
     measures = [get_measure(m) for m in ([methods] if isinstance(methods, str) else list(methods))]
     if not measures:
@@ -1178,7 +1144,7 @@ def faithfulness_report(
                    batch_size=batch_size, endpoints={})
     encoding = clf.encode(X)
     target_idx, _ = _gold(clf, encoding, y)
-    seed = _base_seed(random_state, clf.random_state)
+    seed = resolve_seed(random_state, clf.random_state)
     curve = partial(_encoded_curve, clf, encoding, target_idx, **options)
     baselines = [curve(BASELINE, random_state=_derive_seed(seed, 0, i)) for i in range(n_repeats)]
     frames = [_tagged(b, i, "baseline") for i, b in enumerate(baselines)]

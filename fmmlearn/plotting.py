@@ -76,26 +76,10 @@ def plot_faithfulness(curves, ax=None, path=None, *, title: str | None = None):
     metrics = frame["metric"].unique().tolist() if "metric" in frame.columns else ["value"]
     if len(metrics) != 1:
         raise ValueError(f"curves mixes metrics {metrics}; plot one metric at a time.")
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax = _axes(ax)
     for label, style, stats in _groups(frame):
-        ratios = stats.index.to_numpy(dtype=float)
-        (line,) = ax.plot(ratios, stats["mean"].to_numpy(), label=label, **style)
-        if (stats["size"] > 1).any():
-            ax.fill_between(ratios, stats["min"].to_numpy(), stats["max"].to_numpy(), alpha=0.15,
-                            color=line.get_color(), linewidth=0)
-    ax.set_xlabel("masked share of tokens")
-    ax.set_ylabel(str(metrics[0]))
-    ax.set_xlim(0, 1)
-    ax.grid(alpha=0.3)
-    ax.legend(frameon=False, fontsize="small")
-    if title:
-        ax.set_title(title)
-    if path is not None:
-        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
-    return ax
+        _pooled_line(ax, stats, label=label, **style)
+    return _finish(ax, str(metrics[0]), title, path)
 
 
 # --------------------------------------------------------------------------- in-distribution reports
@@ -202,7 +186,7 @@ def plot_in_distribution(report, ax=None, path=None, threshold: float = 0.05, st
     return _finish(ax, _OOD_STATISTICS[statistic].format(threshold=level), title, path)
 
 
-# Shared by the figures of masking ratios (plot_faithfulness repeats these lines and may use them too).
+# Shared by the figures over masking ratios.
 
 
 def _axes(ax):

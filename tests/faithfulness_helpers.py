@@ -11,6 +11,7 @@ return, and masking it removes exactly that contribution.
 """
 
 import numpy as np
+import pytest
 import torch
 
 from fmmlearn.encoding import encode, validate_texts
@@ -86,3 +87,9 @@ class BagClassifier(WrappedClassifier):
         weights = self.model_.embeddings.weight[:, 0].detach().numpy()
         sign = np.where(np.asarray(y) == "pos", 1.0, -1.0)
         return [s * weights[ids] for s, ids in zip(sign, self.encode(X).input_ids)]
+
+
+@pytest.fixture(scope="module")
+def bag(bundled_tokenizer):
+    """A :class:`BagClassifier` over :func:`word_weights` (import the fixture into a test module)."""
+    return BagClassifier(bundled_tokenizer, word_weights(bundled_tokenizer))

@@ -1,7 +1,6 @@
 """Explainer masking (SPEC 5.1), curves, ACU/RACU (SPEC 5.2), reports and plots."""
 
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -28,7 +27,7 @@ from fmmlearn.masking import eligible_positions
 from fmmlearn.plotting import plot_faithfulness
 
 from conftest import make_sentiment
-from faithfulness_helpers import BagClassifier, WrappedClassifier, word_weights
+from faithfulness_helpers import WrappedClassifier, bag  # noqa: F401 (bag is a fixture)
 from importance_helpers import PAIRS, make_batch, tiny_bert
 from test_importance_parity import ToyDifferentiable
 
@@ -172,11 +171,6 @@ def test_encoding_level_loop_restores_input_order(bert_clf):
 
 
 # --------------------------------------------------------------------------- curves
-
-
-@pytest.fixture(scope="module")
-def bag(bundled_tokenizer):
-    return BagClassifier(bundled_tokenizer, word_weights(bundled_tokenizer))
 
 
 @pytest.fixture(scope="module")

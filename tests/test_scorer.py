@@ -22,12 +22,7 @@ from fmmlearn.faithfulness import (
 )
 
 from conftest import make_sentiment
-from faithfulness_helpers import BagClassifier, word_weights
-
-
-@pytest.fixture(scope="module")
-def bag(bundled_tokenizer):
-    return BagClassifier(bundled_tokenizer, word_weights(bundled_tokenizer))
+from faithfulness_helpers import BagClassifier, bag  # noqa: F401 (bag is a fixture)
 
 
 @pytest.fixture(scope="module")
