@@ -10,21 +10,25 @@ array per example out.  Both use only the classifier's public low-level API
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import pandas as pd
 import torch
 
-from .encoding import SEGMENT_A, SEGMENT_B, collate, length_grouped_batches
+from ._labels import resolve_targets
+from ._random import resolve_seed
+from ._validation import SEGMENTS
+from .encoding import SEGMENT_A, SEGMENT_B, collate
 from .importance import compute_importance, get_measure
 from .masking import eligible_positions
-from .modeling import resolve_precision, run_in_batches
+from .modeling import autocast_dtype_for, map_batches
 
-__all__ = ["autocast_dtype_for", "explain", "explain_encoded", "resolve_seed", "resolve_targets", "run_over_batches",
-           "token_frame", "word_frame"]
+__all__ = ["explain", "explain_encoded", "token_frame", "word_frame"]
 
-SEGMENTS = ("first", "all")
+# ``resolve_targets``, ``resolve_seed`` and ``autocast_dtype_for`` were defined
+# here before the runtime moved to ``fmmlearn.modeling``, ``fmmlearn._random``
+# and ``fmmlearn._labels``; the imports above keep ``from
+# fmmlearn.explanation import ...`` working.
+
 LEVELS = ("token", "word")
 AGGREGATES = ("sum", "mean", "max")
 _SEGMENT_NAMES = {SEGMENT_A: "A", SEGMENT_B: "B"}
@@ -33,144 +37,6 @@ _SEGMENT_NAMES = {SEGMENT_A: "A", SEGMENT_B: "B"}
 def _check_choice(value, name: str, choices: tuple) -> None:
     if not (isinstance(value, str) and value in choices):
         raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
-
-
-# --------------------------------------------------------------------------- targets
-
-
-def _label_indices(clf, labels, name: str) -> np.ndarray:
-    lookup = {c: i for i, c in enumerate(clf.classes_.tolist())}
-    out = np.empty(len(labels), dtype=np.int64)
-    for i, label in enumerate(labels):
-        key = label.item() if hasattr(label, "item") else label
-        if key not in lookup:
-            where = name if len(labels) == 1 else f"{name}[{i}]"
-            raise ValueError(f"{where} is {key!r}, which is not among classes_ {clf.classes_.tolist()}.")
-        out[i] = lookup[key]
-    return out
-
-
-def _as_labels(values, n_samples: int, name: str) -> list:
-    arr = values.to_numpy() if isinstance(values, (pd.Series, pd.DataFrame)) else np.asarray(values, dtype=object)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one label per text (1-D), got shape {arr.shape}.")
-    if len(arr) != n_samples:
-        raise ValueError(f"X has {n_samples} texts but {name} has {len(arr)} values; they must match.")
-    return arr.tolist()
-
-
-def resolve_targets(clf, encoding, y=None, target=None) -> np.ndarray:
-    """Class index to explain per example.
-
-    Parameters
-    ----------
-    clf : FaithfulTextClassifier
-        Fitted.
-    encoding : Encoding
-    y : array-like, optional
-        Gold labels: explained when ``target`` is not given (the paper).
-    target : label or array-like of labels, optional
-        One class (a value of ``clf.classes_``) for every example, or one per
-        example.  Takes precedence over ``y``.  With neither, the predicted
-        class is explained.
-
-    Returns
-    -------
-    ndarray of int64, shape (n_samples,)
-        Indices into ``clf.classes_``.
-    """
-    n = len(encoding)
-    gold = None if y is None else _label_indices(clf, _as_labels(y, n, "y"), "y")
-    if target is not None:
-        if isinstance(target, (str, bytes)) or np.ndim(target) == 0:
-            return np.repeat(_label_indices(clf, [target], "target"), n)
-        return _label_indices(clf, _as_labels(target, n, "target"), "target")
-    if gold is not None:
-        return gold
-    return clf.encoded_logits(encoding).argmax(axis=1).astype(np.int64)
-
-
-# --------------------------------------------------------------------------- scores
-
-
-def autocast_dtype_for(clf, measure, precision=None):
-    """Autocast dtype of a measure on ``clf`` (``None`` = fp32).
-
-    Parameters
-    ----------
-    clf : FaithfulTextClassifier
-    measure : Measure or None
-    precision : {None, "auto", "fp32", "bf16", "fp16"}
-        ``None``: the classifier's inference precision for forward-only
-        measures, fp32 for gradient measures (and for ``measure=None``).
-        ``"auto"``: the classifier's inference precision for every measure.
-
-    Returns
-    -------
-    torch.dtype or None
-    """
-    if precision is None:
-        return None if measure is None or measure.uses_gradients else clf.inference_dtype_
-    if precision == "auto":
-        return clf.inference_dtype_
-    return resolve_precision(precision, clf.device_)
-
-
-def resolve_seed(random_state, fallback=None) -> int:
-    """An integer seed from ``random_state`` (or ``fallback`` when it is None; fresh entropy if both are).
-
-    Parameters
-    ----------
-    random_state : None, int or numpy.random.RandomState
-    fallback : None, int or numpy.random.RandomState
-        Typically the classifier's ``random_state``.
-
-    Returns
-    -------
-    int
-    """
-    state = fallback if random_state is None else random_state
-    if state is None:
-        return int(np.random.SeedSequence().generate_state(1)[0])
-    if isinstance(state, np.random.RandomState):
-        return int(state.randint(0, 2**31 - 1))
-    if isinstance(state, bool) or not isinstance(state, numbers.Integral):
-        raise ValueError(f"random_state must be None, an int or a numpy RandomState, got {state!r}.")
-    return int(state)
-
-
-def run_over_batches(clf, encoding, batch_size: int, fn, desc: str) -> list:
-    """``fn(indices)`` over length-grouped batches of ``encoding``, longest first.
-
-    A batch that runs out of memory is halved and retried; a tqdm bar counts
-    the examples when ``clf.verbose``.
-
-    Parameters
-    ----------
-    clf : FaithfulTextClassifier
-        Only ``clf.verbose`` is read.
-    encoding : Encoding
-    batch_size : int
-    fn : callable
-        ``fn(indices) -> result`` for an array of example indices.
-    desc : str
-        Progress-bar label.
-
-    Returns
-    -------
-    list of (indices, result)
-    """
-    if not getattr(clf, "verbose", 0):
-        return run_in_batches(fn, length_grouped_batches(encoding.lengths, batch_size))
-    from tqdm.auto import tqdm
-
-    with tqdm(total=len(encoding), desc=desc, unit="example", leave=False) as bar:
-        def counted(idx):
-            result = fn(idx)
-            bar.update(len(idx))
-            return result
-
-        return run_in_batches(counted, length_grouped_batches(encoding.lengths, batch_size))
 
 
 def explain_encoded(
@@ -243,14 +109,10 @@ def explain_encoded(
             clf.model_, batch, torch.as_tensor(targets_idx[idx], device=device), measure,
             mask_token_id=clf.tokenizer_.mask_token_id, eligible=eligible_positions(batch, segment),
             generator=generator, autocast_dtype=dtype, internal_batch_size=internal_batch_size, **method_params,
-        ).cpu().numpy()
+        )
 
-    parts = run_over_batches(clf, encoding, batch_size, run, f"explain ({measure.name})")
-    out = [None] * len(encoding)
-    for idx, scores in parts:
-        for row, i in enumerate(idx):
-            out[i] = scores[row, : len(encoding.input_ids[i])]
-    return out
+    return map_batches(run, encoding.lengths, batch_size, ragged=True, desc=f"explain ({measure.name})",
+                       verbose=getattr(clf, "verbose", 0))
 
 
 # --------------------------------------------------------------------------- frames

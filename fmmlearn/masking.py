@@ -1,4 +1,4 @@
-"""Masking primitives (SPEC sections 3.1, 3.2 and 5.1): pure functions on id tensors.
+"""Masking primitives: pure functions on id tensors (docs/masking.md).
 
 Every function takes the token ids of a batch, a boolean tensor saying which
 positions may be masked, and, where it draws random numbers, an explicit
@@ -14,21 +14,26 @@ import numbers
 
 import torch
 
+from ._validation import DEFAULT_RATIOS, SEGMENTS, check_ratios
 from .encoding import SEGMENT_A, SEGMENT_NONE, Batch
 
 __all__ = [
+    "DEFAULT_RATIOS",
     "MASKING_STRATEGIES",
+    "SEGMENTS",
     "apply_masking_strategy",
+    "check_ratios",
     "eligible_positions",
     "fixed_count_masking",
     "mask_counts",
     "mask_top_k",
+    "mask_training_batch",
     "maskable_positions",
     "random_max_masking",
     "segment_a_positions",
 ]
 
-#: Names of the training-batch masking strategies (SPEC 3.2).
+#: Names of the training-batch masking strategies (docs/masking.md).
 MASKING_STRATEGIES = ("half-det", "half-ran", "uni")
 
 
@@ -73,7 +78,7 @@ def eligible_positions(batch: Batch, segment: str = "first") -> torch.Tensor:
         return maskable & segment_a_positions(batch.segment_ids)
     if segment == "all":
         return maskable & (batch.segment_ids != SEGMENT_NONE)
-    raise ValueError(f"segment must be 'first' or 'all', got {segment!r}.")
+    raise ValueError(f"segment must be one of {SEGMENTS}, got {segment!r}.")
 
 
 def _check_ratio(ratio, name: str) -> float:
@@ -87,7 +92,8 @@ def mask_counts(ratio: float, n: torch.Tensor) -> torch.Tensor:
 
     ``0.7 * 10`` is ``7.000000000000001`` but ``0.29 * 100`` is
     ``28.999999999999996``; rounding the product to 6 decimals before the floor
-    gives the exact integer on the ratio grids used in practice (SPEC 10.13).
+    gives the exact integer on the ratio grids used in practice (the reference
+    computed the product in float32 and truncated it).
 
     Parameters
     ----------
@@ -110,7 +116,7 @@ def random_max_masking(
     mask_token_id: int,
     generator: torch.Generator,
 ) -> torch.Tensor:
-    """RandomMaxMasking (SPEC 3.1): ratio ``m_i ~ U[0, max_ratio)`` per row, then Bernoulli(m_i) per token.
+    """Random-max masking (the paper's RandomMaxMasking): ratio ``m_i ~ U[0, max_ratio)`` per row, then Bernoulli(m_i) per token.
 
     The realised masked fraction therefore averages ``max_ratio / 2``.
 
@@ -147,7 +153,7 @@ def fixed_count_masking(
     mask_token_id: int,
     generator: torch.Generator,
 ) -> torch.Tensor:
-    """RandomFixedMasking (SPEC 3.1): mask exactly ``floor(ratio * n_i)`` random maskable tokens per row.
+    """Fixed-count masking (the paper's RandomFixedMasking): mask exactly ``floor(ratio * n_i)`` random maskable tokens per row.
 
     Parameters
     ----------
@@ -180,7 +186,7 @@ def apply_masking_strategy(
     mask_token_id: int,
     generator: torch.Generator,
 ) -> torch.Tensor:
-    """Mask a training batch with one of the strategies of SPEC 3.2.
+    """Mask a training batch with one of the strategies (docs/masking.md).
 
     Parameters
     ----------
@@ -211,6 +217,50 @@ def apply_masking_strategy(
     return random_max_masking(input_ids, maskable & selected[:, None], max_ratio, mask_token_id, generator)
 
 
+def mask_training_batch(
+    batch: Batch,
+    *,
+    strategy: str,
+    max_ratio: float,
+    mask_token_id: int,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """The ids of one training batch masked exactly as ``fit`` masks them.
+
+    The single masking path of masked fine-tuning: the skorch training loop
+    calls it on every freshly drawn batch, and the MaSF calibration set
+    (:func:`fmmlearn.ood.mask_like_training`) calls it on the same batches
+    with the same generators, so "masked like the training batches" holds by
+    construction.  Random masking may hit every non-special token of both
+    segments; ``max_ratio=0`` (plain fine-tuning) returns the ids unchanged
+    without drawing random numbers.
+
+    Parameters
+    ----------
+    batch : Batch
+        Rows in random order (training batches are shuffled).
+    strategy : {"half-det", "half-ran", "uni"}
+    max_ratio : float in [0, 1]
+    mask_token_id : int
+    generator : torch.Generator
+        On the CPU, so the stream does not depend on the device.
+
+    Returns
+    -------
+    LongTensor (B, T)
+    """
+    if max_ratio == 0:
+        return batch.input_ids
+    return apply_masking_strategy(
+        batch.input_ids,
+        maskable_positions(batch.attention_mask, batch.special_tokens_mask),
+        strategy=strategy,
+        max_ratio=max_ratio,
+        mask_token_id=mask_token_id,
+        generator=generator,
+    )
+
+
 def mask_top_k(
     input_ids: torch.Tensor,
     importance: torch.Tensor,
@@ -218,7 +268,7 @@ def mask_top_k(
     ratio: float,
     mask_token_id: int,
 ) -> torch.Tensor:
-    """Explainer masking step (SPEC 5.1): mask the top ``floor(ratio * n)`` eligible tokens.
+    """Explainer masking step (docs/faithfulness.md): mask the top ``floor(ratio * n)`` eligible tokens.
 
     Tokens already holding the mask token rank first, so the mask set only
     grows; the others are ranked by ``importance``, descending, ties broken

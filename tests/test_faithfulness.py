@@ -9,11 +9,11 @@ import torch
 
 from fmmlearn.encoding import SEGMENT_A, SEGMENT_B, Batch
 from fmmlearn.explanation import explain
+from fmmlearn._bootstrap import mean_ci
 from fmmlearn.faithfulness import (
     CURVE_COLUMNS,
     FaithfulnessReport,
     FaithfulnessWarning,
-    _mean_ci,
     acu,
     check_ratios,
     faithfulness_curve,
@@ -349,9 +349,9 @@ def test_check_ratios_defaults_and_endpoints():
 
 
 def test_mean_ci_collapses_for_equal_values_and_brackets_the_mean():
-    assert _mean_ci([0.4, 0.4, 0.4], 0.95) == (0.4, 0.4, 0.4)
-    assert _mean_ci([0.7], 0.95) == (0.7, 0.7, 0.7)
-    mean, low, high = _mean_ci([0.1, 0.3, 0.2, 0.5, 0.4], 0.95)
+    assert mean_ci([0.4, 0.4, 0.4], 0.95) == (0.4, 0.4, 0.4)
+    assert mean_ci([0.7], 0.95) == (0.7, 0.7, 0.7)
+    mean, low, high = mean_ci([0.1, 0.3, 0.2, 0.5, 0.4], 0.95)
     assert mean == pytest.approx(0.3) and low < mean < high
 
 

@@ -9,10 +9,9 @@ from joblib import parallel_config
 from sklearn.model_selection import GridSearchCV, cross_validate
 
 from fmmlearn import FaithfulTextClassifier
+from fmmlearn._random import derive_seed
 from fmmlearn.faithfulness import (
-    FaithfulnessScorer,
     FaithfulnessWarning,
-    _derive_seed,
     acu,
     faithful_refit,
     faithfulness_curve,
@@ -40,7 +39,7 @@ def test_default_score_is_racu_of_loo_against_rand(bag, data):
 def test_scorer_equals_the_curves_it_is_made_of(bag, data):
     scorer = make_faithfulness_scorer("inp-grad-sign", random_state=7)
     curve = faithfulness_curve(bag, *data, "inp-grad-sign")
-    baseline = faithfulness_curve(bag, *data, "rand", random_state=_derive_seed(7, 0, 0))  # the scorer's stream
+    baseline = faithfulness_curve(bag, *data, "rand", random_state=derive_seed(7, 0, 0))  # the scorer's stream
     assert scorer(bag, *data) == pytest.approx(racu(curve, baseline), abs=1e-12)
     unscaled = make_faithfulness_scorer("inp-grad-sign", relative=False, random_state=7)
     assert unscaled(bag, *data) == pytest.approx(acu(curve, baseline), abs=1e-12)
@@ -64,7 +63,7 @@ def test_nan_with_warning_when_no_curve_can_be_formed(bundled_tokenizer, bag, da
 
 def test_repr_params_and_pickle(bag, data):
     scorer = make_faithfulness_scorer("int-grad-sign", n_random=2, n_steps=4, baseline="zero")
-    assert isinstance(scorer, FaithfulnessScorer)
+    assert callable(scorer) and not isinstance(scorer, type)
     assert repr(scorer) == ("make_faithfulness_scorer(method='int-grad-sign', metric='accuracy', relative=True, "
                             "n_random=2, random_state=0, segment='first', recursive=None, max_samples=None, "
                             "n_steps=4, baseline='zero')")

@@ -1,0 +1,73 @@
+"""Seeds: one way to turn ``random_state`` into an integer, one way to derive sub-seeds.
+
+Every random draw in fmmlearn goes through a ``torch.Generator`` or a
+``numpy.random.Generator`` seeded from an integer that comes from here, so the
+same ``random_state`` gives the same masks, batch orders, baselines and
+folds everywhere (fit, explain, faithfulness curves, MaSF calibration).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["derive_seed", "resolve_seed"]
+
+_MAX_SEED = 2**31 - 1
+
+
+def resolve_seed(random_state, fallback=None) -> int:
+    """An integer seed from ``random_state``, or from ``fallback`` when it is ``None``.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        An int is used as is (so ``random_state=0`` in ``explain`` and in ``fit``
+        name the same stream); a RandomState or Generator draws one integer
+        (advancing it, as scikit-learn does); ``None`` defers to ``fallback``.
+    fallback : None, int, numpy.random.RandomState or numpy.random.Generator
+        Typically the classifier's ``random_state``.  When both are ``None``,
+        fresh OS entropy is used (not reproducible, by request).
+
+    Returns
+    -------
+    int
+        In ``[0, 2**31 - 1]`` for drawn seeds; a given int is returned unchanged.
+
+    Raises
+    ------
+    ValueError
+        For anything else (a float, a bool, a string...).
+    """
+    state = fallback if random_state is None else random_state
+    if state is None:
+        return int(np.random.SeedSequence().generate_state(1)[0] & _MAX_SEED)
+    if isinstance(state, np.random.RandomState):
+        return int(state.randint(0, _MAX_SEED))
+    if isinstance(state, np.random.Generator):
+        return int(state.integers(0, _MAX_SEED))
+    if isinstance(state, bool) or not isinstance(state, numbers.Integral):
+        raise ValueError(f"random_state must be None, an int, a numpy RandomState or a numpy Generator; "
+                         f"got {state!r}.")
+    return int(state)
+
+
+def derive_seed(seed: int, *keys: int) -> int:
+    """An independent seed for a sub-stream of ``seed`` (e.g. repeat ``i`` of a baseline).
+
+    Uses :class:`numpy.random.SeedSequence` spawning semantics, so streams of
+    different ``keys`` do not overlap, and the same ``(seed, keys)`` always
+    gives the same seed.
+
+    Parameters
+    ----------
+    seed : int
+    *keys : int
+        A path naming the consumer, e.g. ``derive_seed(seed, 0, i)``.
+
+    Returns
+    -------
+    int
+    """
+    return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1)[0])

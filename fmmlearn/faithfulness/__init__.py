@@ -1,0 +1,64 @@
+"""Faithfulness by explainer masking: curves, ACU/RACU, scorers, reports.
+
+An explanation is faithful when the tokens it calls important really matter
+to the model.  For a classifier fine-tuned with masking, masked inputs are
+in-distribution, so this can be measured directly: mask the top ``r`` share
+of segment-A tokens by importance, for ``r = 0, 0.1, ..., 1``, and follow the
+performance on the masked set.  The faster it drops compared with masking
+random tokens (the ``rand`` measure), the more faithful the explanation; the
+area between the two curves is ACU, and its ratio to the largest possible
+area is RACU (Madsen, Reddy & Chandar, 2024; ``docs/faithfulness.md``).
+
+One concept per module, from the bottom:
+
+* ``_loop`` -- :func:`iter_batch_masking` (one padded batch, any model) and
+  :func:`iter_explainer_masking` (a whole encoded set of a fitted classifier,
+  yielding ``(ratio, masked ids)`` per step);
+* ``_importances`` -- precomputed scores (e.g. Captum's) aligned to an encoding;
+* ``_curves`` -- :func:`faithfulness_curve`, :func:`random_masking_curve`;
+* ``_area`` -- :func:`acu`, :func:`racu` (numpy and pandas only);
+* ``_scorer`` -- :func:`make_faithfulness_scorer`, :func:`faithfulness_score`,
+  :func:`faithful_refit` for ``GridSearchCV`` / ``cross_validate``;
+* ``_report`` -- :func:`faithfulness_report`: several measures, repeats, CIs.
+
+Only the classifier interface of :class:`fmmlearn._protocols.FittedClassifier`
+is used.  Names are imported on first use, so ``from fmmlearn.faithfulness
+import acu, racu`` does not load torch.
+"""
+
+from importlib import import_module
+
+from .._validation import DEFAULT_RATIOS, check_ratios
+from ..exceptions import FaithfulnessWarning
+from ._area import acu, racu
+
+# public name -> submodule that defines it (loaded on first access: these need torch)
+_LAZY = {
+    "BASELINE": "._curves",
+    "CURVE_COLUMNS": "._curves",
+    "RANDOM_MASKING": "._curves",
+    "faithfulness_curve": "._curves",
+    "random_masking_curve": "._curves",
+    "iter_batch_masking": "._loop",
+    "iter_explainer_masking": "._loop",
+    "faithful_refit": "._scorer",
+    "faithfulness_score": "._scorer",
+    "make_faithfulness_scorer": "._scorer",
+    "DEFAULT_REPORT_METHODS": "._report",
+    "FaithfulnessReport": "._report",
+    "faithfulness_report": "._report",
+}
+
+__all__ = sorted(["DEFAULT_RATIOS", "FaithfulnessWarning", "acu", "check_ratios", "racu", *_LAZY])
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # cache: later look-ups skip __getattr__
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

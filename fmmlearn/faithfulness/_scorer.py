@@ -1,0 +1,238 @@
+"""scikit-learn scorers of faithfulness, for ``GridSearchCV`` and ``cross_validate``."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from .._labels import gold_targets
+from .._random import derive_seed, resolve_seed
+from .._validation import DEFAULT_RATIOS, check_ratios, check_segment
+from ..exceptions import FaithfulnessWarning
+from ..importance import get_measure
+from ..metrics import get_metric
+from ._area import acu, racu
+from ._curves import BASELINE, encoded_curve
+from ._loop import _resolve_recursive, eligible_masks
+
+__all__ = ["faithful_refit", "faithfulness_score", "make_faithfulness_scorer"]
+
+_FRAME_OPTIONS = ("precision", "internal_batch_size")
+
+
+def _baseline_values(clf, encoding, target_idx, seeds, **options) -> pd.DataFrame:
+    """The ``rand`` curve averaged over one run per seed."""
+    curves = [encoded_curve(clf, encoding, target_idx, BASELINE, random_state=s, **options) for s in seeds]
+    mean = curves[0].copy()
+    mean["value"] = np.mean([c["value"].to_numpy() for c in curves], axis=0)
+    return mean
+
+
+def _has_eligible(clf, encoding, segment: str) -> bool:
+    eligible, _ = eligible_masks(clf, encoding, segment)
+    return any(e.any() for e in eligible)
+
+
+class _FaithfulnessScorer:
+    """A scikit-learn scorer ``scorer(estimator, X, y) -> float``: RACU (or ACU) of an explanation.
+
+    Build it with :func:`make_faithfulness_scorer`; the attributes are its
+    parameters (see there).  Greater is better.  Picklable, so it works with
+    ``n_jobs > 1``.
+    """
+
+    def __init__(self, method="loo-sign", metric="accuracy", ratios=DEFAULT_RATIOS, relative=True, n_random=1,
+                 random_state=0, segment="first", recursive=None, max_samples=None, method_params=None):
+        self.method = method
+        self.metric = metric
+        self.ratios = ratios
+        self.relative = relative
+        self.n_random = n_random
+        self.random_state = random_state
+        self.segment = segment
+        self.recursive = recursive
+        self.max_samples = max_samples
+        self.method_params = dict(method_params or {})
+
+    def get_params(self, deep: bool = True) -> dict:
+        """The scorer's parameters (as :func:`make_faithfulness_scorer` takes them)."""
+        return {"method": self.method, "metric": self.metric, "ratios": self.ratios, "relative": self.relative,
+                "n_random": self.n_random, "random_state": self.random_state, "segment": self.segment,
+                "recursive": self.recursive, "max_samples": self.max_samples, **self.method_params}
+
+    def __repr__(self) -> str:
+        params = self.get_params()
+        if tuple(params["ratios"]) == DEFAULT_RATIOS:
+            params.pop("ratios")
+        shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        return f"make_faithfulness_scorer({shown})"
+
+    def _subsample(self, X, y):
+        if self.max_samples is None or len(y) <= self.max_samples:
+            return X, y
+        rng = np.random.default_rng(derive_seed(resolve_seed(self.random_state, 0), 2))
+        keep = np.sort(rng.choice(len(y), size=self.max_samples, replace=False))
+        rows = X.iloc[keep] if isinstance(X, (pd.Series, pd.DataFrame)) else [X[i] for i in keep]
+        return rows, np.asarray(y)[keep]
+
+    def __call__(self, estimator, X, y, **kwargs) -> float:
+        """Score a fitted classifier on ``(X, y)``: NaN with a warning if no curve can be formed."""
+        X, y = self._subsample(X, y)
+        encoding = estimator.encode(X)
+        target_idx, _ = gold_targets(estimator, encoding, y)
+        if not _has_eligible(estimator, encoding, self.segment):
+            warnings.warn(f"no token of X can be masked (segment={self.segment!r}); the faithfulness score is "
+                          "NaN.", FaithfulnessWarning, stacklevel=2)
+            return float("nan")
+        options = dict(ratios=self.ratios, segment=self.segment, metric=self.metric, endpoints={})
+        seed = resolve_seed(self.random_state, 0)
+        curve = encoded_curve(estimator, encoding, target_idx, self.method, recursive=self.recursive,
+                               random_state=derive_seed(seed, 1), **options, **self.method_params)
+        baseline = _baseline_values(estimator, encoding, target_idx,
+                                    [derive_seed(seed, 0, i) for i in range(self.n_random)], **options)
+        direction = get_metric(self.metric).greater_is_better
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FaithfulnessWarning)
+            value = (racu if self.relative else acu)(curve, baseline, greater_is_better=direction)
+        if not np.isfinite(value):
+            warnings.warn("the random curve is flat (masking does not change the metric), so RACU is undefined; "
+                          "the faithfulness score is NaN.", FaithfulnessWarning, stacklevel=2)
+        return float(value)
+
+
+def make_faithfulness_scorer(
+    method="loo-sign",
+    *,
+    metric="accuracy",
+    ratios=None,
+    relative: bool = True,
+    n_random: int = 1,
+    random_state=0,
+    segment: str = "first",
+    recursive: bool | None = None,
+    max_samples: int | None = None,
+    **method_params,
+) -> _FaithfulnessScorer:
+    """Make a scikit-learn scorer measuring how faithful an explanation of the estimator is.
+
+    The scorer computes :func:`faithfulness_curve` of ``method`` and of the
+    random baseline ``rand`` on the scoring data and returns RACU (or ACU).
+
+    Parameters
+    ----------
+    method : str, default="loo-sign"
+        Importance measure.  Leave-one-out costs ``n + 1`` forward passes per
+        example and step; ``inp-grad-sign`` (one backward pass) is much cheaper
+        for model selection.
+    metric : str, Metric or callable, default="accuracy"
+        Performance metric of the curves (``"loss"`` works too; the score
+        stays greater-is-better).
+    ratios : array-like of float, optional
+        Must start at 0 and end at 1; default ``0, 0.1, ..., 1``.
+    relative : bool, default=True
+        Return RACU (comparable across models and datasets); ``False``
+        returns ACU.
+    n_random : int, default=1
+        Number of ``rand`` curves averaged into the baseline (less noise).
+    random_state : int, default=0
+        Seed of the baseline (and of ``rand`` as ``method``, and the
+        subsample).
+    segment : {"first", "all"}, default="first"
+    recursive : bool, optional
+        Default: the measure's own.
+    max_samples : int, optional
+        Score a fixed random subsample of at most this many examples (cost
+        control).
+    **method_params
+        Passed to the measure (and ``precision``, ``internal_batch_size``).
+
+    Returns
+    -------
+    callable
+
+    Raises
+    ------
+    ValueError
+        For an unknown method or metric, bad ratios, ``n_random < 1`` or
+        ``max_samples < 1``.
+
+    Examples
+    --------
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> scorer = make_faithfulness_scorer("inp-grad-sign", n_random=3)
+    >>> search = GridSearchCV(clf, {"max_masking_ratio": [0.0, 1.0]},           # doctest: +SKIP
+    ...                       scoring={"accuracy": "accuracy", "faithfulness": scorer},
+    ...                       refit=faithful_refit(tolerance=0.02))
+    """
+    measure = get_measure(method)
+    measure.bind({k: v for k, v in method_params.items() if k not in _FRAME_OPTIONS})
+    get_metric(metric)
+    grid = tuple(check_ratios(ratios, endpoints=True).tolist())
+    check_segment(segment)
+    _resolve_recursive(measure, recursive, False)
+    for value, name in ((n_random, "n_random"), (max_samples if max_samples is not None else 1, "max_samples")):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    resolve_seed(random_state, 0)
+    return _FaithfulnessScorer(measure.name, metric, grid, bool(relative), int(n_random), random_state, segment,
+                              recursive, max_samples, method_params)
+
+
+_DEFAULT_SCORER = _FaithfulnessScorer()
+
+
+def faithfulness_score(estimator, X, y) -> float:
+    """RACU of ``loo-sign`` against the ``rand`` curve, accuracy, ratios 0..1: a ready-made scorer.
+
+    Greater is better; NaN (with a :class:`FaithfulnessWarning`) when no curve
+    can be formed.  Use :func:`make_faithfulness_scorer` for other settings.
+
+    Parameters
+    ----------
+    estimator : FaithfulTextClassifier
+        Fitted.
+    X : sequence of str, or sentence pairs
+    y : array-like of shape (n_samples,)
+
+    Returns
+    -------
+    float
+    """
+    return _DEFAULT_SCORER(estimator, X, y)
+
+
+def _refit_index(cv_results, tolerance, accuracy, faithfulness) -> int:
+    acc = np.asarray(cv_results[f"mean_test_{accuracy}"], dtype=np.float64)
+    faith = np.asarray(cv_results[f"mean_test_{faithfulness}"], dtype=np.float64)
+    admissible = np.flatnonzero(acc >= np.nanmax(acc) - tolerance)
+    scores = np.where(np.isnan(faith[admissible]), -np.inf, faith[admissible])
+    return int(admissible[np.argmax(scores)])
+
+
+def faithful_refit(tolerance: float = 0.02, *, accuracy: str = "accuracy", faithfulness: str = "faithfulness"):
+    """A ``refit`` rule for multi-metric search: the most faithful model within an accuracy floor.
+
+    Selecting on faithfulness alone can pick a model that is faithful but
+    poor; this keeps the candidates whose mean test accuracy is within
+    ``tolerance`` of the best, then picks the highest mean faithfulness
+    (ties: the earlier candidate).
+
+    Parameters
+    ----------
+    tolerance : float, default=0.02
+        Allowed accuracy loss (absolute).
+    accuracy, faithfulness : str
+        Keys of the two scorers in ``scoring``.
+
+    Returns
+    -------
+    callable
+        ``refit(cv_results) -> int`` for ``GridSearchCV(refit=...)``.
+    """
+    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) or tolerance < 0:
+        raise ValueError(f"tolerance must be a non-negative number, got {tolerance!r}.")
+    return partial(_refit_index, tolerance=float(tolerance), accuracy=accuracy, faithfulness=faithfulness)

@@ -1,0 +1,56 @@
+"""In-distribution tests for masked inputs: MaSF (Madsen et al., 2024; ``docs/ood.md``).
+
+MaSF (Max-Simes-Fisher) turns hidden-state features into one p-value per
+example, small meaning "out of distribution", in three levels:
+
+1. per (layer, dimension): an empirical-CDF p-value of the feature against the
+   calibration examples' values of that feature;
+2. per layer: the Simes combination of the dimension p-values, turned into a
+   p-value against the calibration examples' Simes values;
+3. per example: the Fisher combination of the layer p-values, turned into the
+   final right-sided p-value against the calibration examples' Fisher values.
+
+One concept per module:
+
+* ``_ecdf`` -- the empirical-CDF kernels (:func:`empirical_cdf`);
+* ``_combine`` -- :func:`simes_pvalue`, :func:`fisher_pvalue`, :func:`summarize_pvalues`;
+* ``_masf`` -- the :class:`MaSF` estimator and :func:`min_calibration_size`;
+* ``_features`` -- :func:`hidden_state_features` (max-pooled hidden states of a
+  fitted classifier), :func:`mask_like_training` and :func:`calibration_features`;
+* ``_report`` -- :func:`in_distribution_report`: p-values of explainer-masked
+  test sets per masking ratio.
+
+The statistics need only numpy and scipy; the classifier integration
+(``_features``, ``_report``) imports torch and is loaded on first use, so
+``from fmmlearn.ood import MaSF`` stays light.
+"""
+
+from importlib import import_module
+
+from ._combine import DEFAULT_THRESHOLDS, fisher_pvalue, simes_pvalue, summarize_pvalues
+from ._ecdf import empirical_cdf
+from ._masf import CALIBRATIONS, MaSF, MaSFStatistics, min_calibration_size
+
+# public name -> submodule that defines it (loaded on first access: these need torch)
+_LAZY = {
+    "calibration_features": "._features",
+    "hidden_state_features": "._features",
+    "mask_like_training": "._features",
+    "REPORT_COLUMNS": "._report",
+    "in_distribution_report": "._report",
+}
+
+__all__ = sorted(["CALIBRATIONS", "DEFAULT_THRESHOLDS", "MaSF", "MaSFStatistics", "empirical_cdf", "fisher_pvalue",
+                  "min_calibration_size", "simes_pvalue", "summarize_pvalues", *_LAZY])
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # cache: later look-ups skip __getattr__
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

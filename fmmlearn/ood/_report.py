@@ -1,0 +1,175 @@
+"""The in-distribution report: MaSF p-values of explainer-masked test sets, ratio by ratio."""
+
+from __future__ import annotations
+
+import pandas as pd
+from sklearn.utils.validation import check_is_fitted
+
+from .._labels import resolve_targets
+from .._random import derive_seed, resolve_seed
+from .._validation import check_ratios, check_segment
+from ..faithfulness._loop import iter_explainer_masking
+from ..importance import get_measure
+from ._checks import _check_thresholds
+from ._combine import DEFAULT_THRESHOLDS, summarize_pvalues
+from ._features import _masked_features, _positive_int, hidden_state_features
+from ._masf import _MIN_FOLD_SIZE, MaSF, _check_fold_fractions, _fewest_examples, min_calibration_size
+
+__all__ = ["REPORT_COLUMNS", "in_distribution_report"]
+
+#: Columns of :func:`in_distribution_report`, in order (``model`` follows when ``model_name`` is given).
+REPORT_COLUMNS = ("ratio", "threshold", "proportion", "simes_p", "fisher_p", "n_examples", "method", "calibration")
+
+
+def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=None, calibration="calibrated",
+                           thresholds=DEFAULT_THRESHOLDS, segment="first", random_state=None, *, dist_repeats=1,
+                           fold_fractions=(1 / 3, 1 / 3, 1 / 3), recursive=None, batch_size=None,
+                           model_name=None, **method_params):
+    """Are explainer-masked inputs in-distribution?  MaSF p-values per masking ratio (docs/ood.md).
+
+    MaSF is fitted on the features of ``X_calib`` masked like the training
+    batches (:func:`calibration_features`).  ``X_test`` is then masked by the
+    faithfulness loop of docs/faithfulness.md (the top ``r`` share of segment-A tokens
+    by ``method``'s importance for the gold label ``y_test``, the masks
+    growing with ``r``), and each masked test set is scored: the share of
+    examples with ``p < threshold`` and the dataset-level Simes and Fisher
+    p-values.  In the paper, masked fine-tuned models mostly keep ``simes_p``
+    above 0.05 across the ratios, while plain ones drop below it once tokens
+    are masked (``docs/ood.md`` shows how to compare the two).
+
+    Parameters
+    ----------
+    clf : FaithfulTextClassifier
+        Fitted.
+    X_calib : sequence of str, or sentence pairs
+        In-distribution calibration examples (e.g. the validation split).
+        ``calibration="calibrated"`` needs at least
+        ``min_calibration_size(fold_fractions)`` (6) of them times
+        ``dist_repeats``, and about 60 before any p-value can reach 0.05.
+    X_test : sequence of str, or sentence pairs
+        Examples to mask and score.
+    y_test : array-like of shape (len(X_test),)
+        Gold labels of ``X_test``: the class whose importance ranks the tokens.
+    method : str, default="rand"
+        Importance measure of the masking (:func:`fmmlearn.importance_measures`);
+        ``"rand"`` masks random tokens, as in the paper's figures.
+    ratios : array-like of float, optional
+        Masking ratios, strictly increasing in ``[0, 1]``; default
+        ``0, 0.1, ..., 1``.  Ratio 0 scores the clean test set.
+    calibration : {"calibrated", "reference"}, default="calibrated"
+        See :class:`MaSF`; ``"reference"`` is the paper's (anti-conservative)
+        procedure.
+    thresholds : sequence of float, default=(0.001, 0.005, 0.01, 0.05, 0.1)
+        Levels for ``proportion``.
+    segment : {"first", "all"}, default="first"
+        Mask segment A only (the paper) or every non-special token.
+    random_state : int, RandomState or None, default=None
+        Seeds the calibration masks, MaSF's folds and the ``rand`` measure;
+        default ``clf.random_state``.
+    dist_repeats : int, default=1
+        Differently masked copies of ``X_calib`` in the calibration set.
+    fold_fractions : tuple of 3 floats, default=(1/3, 1/3, 1/3)
+        Calibrated mode: see :class:`MaSF`.
+    recursive : bool, optional
+        Recompute importances after every step; default the measure's own.
+    batch_size : int, optional
+        Batch size of the explainer masking (see
+        :func:`fmmlearn.faithfulness.iter_explainer_masking`); features use
+        ``clf.inference_batch_size_``.
+    model_name : str, optional
+        Adds a ``model`` column with this value, to stack the reports of
+        several models (e.g. plain and masked) into one frame.
+    **method_params
+        Passed to the importance measure (and ``precision``,
+        ``internal_batch_size``, ``importances`` to the masking loop).
+
+    Returns
+    -------
+    report : pandas.DataFrame
+        One row per (ratio, threshold), columns :data:`REPORT_COLUMNS`:
+        ``ratio``, ``threshold``, ``proportion`` (share of test examples with
+        ``p < threshold``), ``simes_p`` and ``fisher_p`` (dataset-level,
+        repeated on each threshold's row), ``n_examples``, ``method``,
+        ``calibration`` (and ``model``).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: too few calibration examples for the folds (and
+        how many are needed), bad ratios, thresholds, segment, calibration or
+        method parameters, labels that do not match ``X_test``, or non-finite
+        features (e.g. an fp16 overflow).
+
+    See Also
+    --------
+    fmmlearn.plotting.plot_in_distribution : draws a report (or several).
+
+    Examples
+    --------
+    >>> plain = FaithfulTextClassifier(max_masking_ratio=0.0).fit(X_train, y_train)    # doctest: +SKIP
+    >>> masked = FaithfulTextClassifier(max_masking_ratio=1.0).fit(X_train, y_train)   # doctest: +SKIP
+    >>> reports = {name: in_distribution_report(model, X_valid, X_test, y_test)        # doctest: +SKIP
+    ...            for name, model in {"plain": plain, "masked": masked}.items()}
+    >>> plot_in_distribution(reports, path="ood.png")                                   # doctest: +SKIP
+    """
+    check_is_fitted(clf)
+    grid, levels = check_ratios(ratios), _check_thresholds(thresholds)
+    check_segment(segment)
+    dist_repeats = _positive_int(dist_repeats, "dist_repeats")
+    seed = resolve_seed(random_state, clf.random_state)
+    masf = MaSF(calibration, fold_fractions=fold_fractions, random_state=seed)
+    masf._validate_params()
+    label = str(method) if "importances" in method_params else get_measure(method).name
+    calib = clf.encode(X_calib, "X_calib")
+    _check_calibration_size(len(calib), dist_repeats, calibration, fold_fractions)
+    test = clf.encode(X_test, "X_test")
+    if y_test is None:
+        raise ValueError("y_test is None; the masking ranks tokens by their importance for the gold label.")
+    target_idx = _in_context("y_test (the gold labels of X_test)", resolve_targets, clf, test, y_test)
+    # Masking first: it validates the measure's parameters before any work and is the expensive part.
+    steps = list(iter_explainer_masking(clf, test, target_idx, method, grid, recursive, segment,
+                                        random_state=derive_seed(seed, 1), batch_size=batch_size, **method_params))
+    features = _masked_features(clf, calib, dist_repeats, seed)
+    masf = _in_context("the calibration features of X_calib (masked like the training batches)", masf.fit, features)
+    del features
+    report = pd.concat([_ratio_rows(clf, masf, test, ratio, ids, levels) for ratio, ids in steps], ignore_index=True)
+    report["method"], report["calibration"] = label, calibration
+    if model_name is not None:
+        report["model"] = str(model_name)
+    return report
+
+
+def _check_calibration_size(n_calib, dist_repeats, calibration, fold_fractions):
+    """Fail before any model work when MaSF cannot be fitted on ``n_calib * dist_repeats`` examples."""
+    n = n_calib * dist_repeats
+    if calibration == "reference":
+        needed, why = _MIN_FOLD_SIZE, ""
+    else:
+        needed = min_calibration_size(fold_fractions)
+        # A level-3 fold of N3 examples gives p-values >= 1 / (N3 + 1): 19 are needed to reach 0.05.
+        useful = _fewest_examples(_check_fold_fractions(fold_fractions), 19)
+        why = (f" ({_MIN_FOLD_SIZE} per fold with fold_fractions={tuple(fold_fractions)}; about {useful} before "
+               "any test example can reach p < 0.05)")
+    if n < needed:
+        raise ValueError(
+            f"X_calib has {n_calib} example(s), {n} calibration input(s) with dist_repeats={dist_repeats}; "
+            f"calibration={calibration!r} needs at least {needed}{why}. Give more calibration examples, "
+            "raise dist_repeats (with a masked model), or use calibration='reference'.")
+
+
+def _in_context(what, fn, *args):
+    """``fn(*args)``, with ``what`` put in front of a ValueError's message."""
+    try:
+        return fn(*args)
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from error
+
+
+def _ratio_rows(clf, masf, encoding, ratio, input_ids, levels):
+    """The summary rows of one masked test set."""
+    features = hidden_state_features(clf, encoding=encoding, input_ids=input_ids)
+    p = _in_context(f"the features of X_test masked at ratio {ratio:g}", masf.pvalues, features)
+    rows = summarize_pvalues(p, levels)
+    rows.insert(0, "ratio", ratio)
+    rows["n_examples"] = len(encoding)
+    return rows
