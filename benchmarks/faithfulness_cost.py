@@ -1,7 +1,7 @@
 """Cost of measuring faithfulness by explainer masking vs the ROAR alternative.
 
 fmmlearn measures faithfulness on one masked fine-tuned model: an 11-point
-``loo-sign`` curve (recursive leave-one-out, SPEC 5.1) plus the ``rand``
+``loo-sign`` curve (recursive leave-one-out) plus the ``rand``
 baseline curve on a test split.  ROAR (Hooker et al., 2019) instead re-trains
 the model on data masked by the explanation at each of 10 ratios; its cost is
 counted here, as in the issue, as ``10 x`` the measured time of one

@@ -1,7 +1,7 @@
 """MaSF calibration and power on synthetic features with the paper's shapes (the numbers of docs/ood.md).
 
 Gaussian features of 13 layers x 768 dimensions stand in for a BERT-base model's max-pooled hidden
-states, with BoolQ's sizes (1886 calibration, 3270 test examples, SPEC.md 6.5); "correlated" adds a
+states, with BoolQ's sizes (1886 calibration, 3270 test examples); "correlated" adds a
 shared per-(example, layer) factor (correlation 0.5 between the dimensions of a layer).  For both
 calibration modes it reports
 

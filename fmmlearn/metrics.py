@@ -1,7 +1,7 @@
 """Metrics registry: the paper's metrics by name, computed with :mod:`sklearn.metrics`.
 
 The paper selects checkpoints and computes RACU with one *primary metric* per
-dataset (SPEC.md 1.3): ``accuracy``, ``macro_f1``, ``micro_f1`` or ``matthew``.
+dataset (docs/datasets.md): ``accuracy``, ``macro_f1``, ``micro_f1`` or ``matthew``.
 :func:`get_metric` turns such a name (or an alias, any scikit-learn scorer
 name, or a callable) into a :class:`Metric`: a callable
 ``metric(y_true, y_pred, labels=None) -> float`` that also says whether it
@@ -74,7 +74,7 @@ class Metric:
             All class labels, in the column order of the probabilities. Passed
             on to metrics that take it: with ``labels``, macro F1 averages over
             every class (a class never predicted nor present scores 0, as in
-            SPEC.md 1.4); without it, over the classes present in either
+            as the reference does); without it, over the classes present in either
             argument. Loss metrics need it whenever a class is absent from
             ``y_true``.
 
@@ -117,7 +117,7 @@ def _accepts_labels(func) -> bool:
         return False
 
 
-# canonical name -> Metric; the four primary metrics of SPEC.md 1.4 plus the loss
+# canonical name -> Metric; the paper's four primary metrics plus the loss
 _REGISTRY = {
     "accuracy": Metric("accuracy", accuracy_score),
     "macro_f1": Metric("macro_f1", partial(f1_score, average="macro", zero_division=0)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["plot_faithfulness"]
+__all__ = ["plot_faithfulness", "plot_in_distribution"]
 
 _BASELINE_STYLE = {"linestyle": "--", "color": "0.35"}
 _RANDOM_MASKING_STYLE = {"linestyle": ":", "color": "0.55"}
@@ -84,8 +84,6 @@ def plot_faithfulness(curves, ax=None, path=None, *, title: str | None = None):
 
 # --------------------------------------------------------------------------- in-distribution reports
 
-__all__ += ["plot_in_distribution"]
-
 _OOD_STATISTICS = {"simes_p": "Simes p-value (whole test set)", "fisher_p": "Fisher p-value (whole test set)",
                    "proportion": "share of examples with p < {threshold:g}"}
 # Columns that tell lines apart when a frame stacks several reports.
@@ -125,7 +123,7 @@ def plot_in_distribution(report, ax=None, path=None, threshold: float = 0.05, st
                          title: str | None = None):
     """Draw MaSF in-distribution p-values against the masking ratio, with a dashed line at ``threshold``.
 
-    The paper's reading (SPEC.md 6.4): a line above the dashed 0.05 means
+    The paper's reading (docs/ood.md): a line above the dashed 0.05 means
     "cannot reject that the masked test set is in-distribution".  In the
     paper, masked fine-tuned models mostly stay above it across the ratios,
     while plain ones drop below it once tokens are masked.
@@ -213,6 +211,100 @@ def _finish(ax, ylabel: str, title: str | None, path):
     ax.set_xlabel("masked share of tokens")
     ax.set_ylabel(ylabel)
     ax.set_xlim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize="small")
+    if title:
+        ax.set_title(title)
+    if path is not None:
+        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
+    return ax
+
+
+# --------------------------------------------------------------------------- erasure metrics
+
+__all__ += ["plot_erasure"]
+
+_ERASURE_LINE_COLUMNS = ("report", "model", "method", "removal")
+_ERASURE_MODE_STYLE = {"comprehensiveness": "-", "sufficiency": "--"}
+# Marker colours of the validity flag: in-distribution, out of distribution, not checked.
+_VALIDITY_COLORS = {True: "tab:green", False: "tab:red", None: "0.6"}
+
+
+def _erasure_summary(summary) -> pd.DataFrame:
+    """One summary frame from an ErasureReport, a summary, or a ``{label: report or summary}`` mapping."""
+    if isinstance(summary, dict) and summary:
+        frames = [getattr(s, "summary", s) for s in summary.values()]
+        if all(isinstance(f, pd.DataFrame) for f in frames):
+            return pd.concat([f.assign(report=str(label)) for label, f in zip(summary, frames)], ignore_index=True)
+    frame = getattr(summary, "summary", summary)
+    if isinstance(frame, pd.DataFrame):
+        return frame
+    raise TypeError("summary must be an ErasureReport, its summary DataFrame, or a non-empty dict of them "
+                    f"(label -> report), got {type(summary).__name__}.")
+
+
+def plot_erasure(summary, ax=None, path=None, *, title: str | None = None):
+    """Draw comprehensiveness and sufficiency against ``k``, each point coloured by its validity flag.
+
+    Solid lines are comprehensiveness (higher is better), dashed lines
+    sufficiency (lower is better), with the bootstrap CI as error bars.  A
+    green point is valid (its perturbed inputs are in-distribution by MaSF), a
+    red one is not, a grey one was not checked (no calibration data).  The
+    legend gives each line's AOPC and whether it is valid.
+
+    Parameters
+    ----------
+    summary : ErasureReport, pandas.DataFrame or dict
+        An :func:`fmmlearn.faithfulness.erasure_metrics` result, its
+        ``summary`` (several stacked; lines are told apart by the ``model``,
+        ``method`` and ``removal`` columns that vary), or a ``{label: report}``
+        mapping such as ``{"plain": rep0, "masked": rep1}``.
+    ax : matplotlib Axes, optional
+        Draw here; default a new figure.
+    path : str or path-like, optional
+        Also save the figure there (PNG, or the format of the suffix).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        For missing columns.
+
+    Examples
+    --------
+    >>> from fmmlearn.plotting import plot_erasure
+    >>> ax = plot_erasure({"plain": report_plain, "masked": report_masked}, path="erasure.png")  # doctest: +SKIP
+    """
+    frame = _erasure_summary(summary)
+    missing = {"mode", "k", "mean", "ci_low", "ci_high", "valid"} - set(frame.columns)
+    if missing:
+        raise ValueError(f"summary lacks column(s) {sorted(missing)}; expected erasure_metrics() summary rows.")
+    keys = [c for c in _ERASURE_LINE_COLUMNS if c in frame.columns and frame[c].nunique() > 1]
+    ax = _axes(ax)
+    for key, rows in frame.groupby(keys + ["mode"], sort=False):
+        values = key if isinstance(key, tuple) else (key,)
+        mode = values[-1]
+        at_k = rows[rows["k"].map(lambda v: not isinstance(v, str))].sort_values("k")
+        aopc = rows[rows["k"].map(lambda v: isinstance(v, str))]
+        ks, mean = at_k["k"].to_numpy(dtype=float), at_k["mean"].to_numpy(dtype=float)
+        label = " / ".join(dict.fromkeys(map(str, values)))  # a dict's labels repeat its reports' model names
+        if len(aopc):
+            flag = aopc["valid"].iloc[0]
+            verdict = "not checked" if pd.isna(flag) else ("valid" if flag else "not valid")
+            label += f" (AOPC {aopc['mean'].iloc[0]:.3f}, {verdict})"
+        (line,) = ax.plot(ks, mean, linestyle=_ERASURE_MODE_STYLE.get(mode, "-"), label=label)
+        err = [mean - at_k["ci_low"].to_numpy(dtype=float), at_k["ci_high"].to_numpy(dtype=float) - mean]
+        ax.errorbar(ks, mean, yerr=err, fmt="none", ecolor=line.get_color(), alpha=0.5, capsize=2)
+        colors = [_VALIDITY_COLORS[None if pd.isna(v) else bool(v)] for v in at_k["valid"]]
+        ax.scatter(ks, mean, c=colors, edgecolors=line.get_color(), zorder=3, s=28)
+    ax.axhline(0.0, linewidth=0.8, **_BASELINE_STYLE)
+    ax.set_xscale("log")
+    ax.set_xlabel("k (share of eligible tokens in the rationale)")
+    ax.set_ylabel("p(y | x) - p(y | perturbed x)")
     ax.grid(alpha=0.3)
     ax.legend(frameon=False, fontsize="small")
     if title:

@@ -32,10 +32,14 @@ __all__ = [
     "LengthGroupedBatchSampler",
     "MaskedFineTuningNet",
     "SelectionMetric",
+    "build_callbacks",
+    "concat_encodings",
+    "history_frame",
     "linear_warmup_decay",
+    "make_net",
     "mask_encoding",
-    "random_masker",
     "no_decay_param_groups",
+    "random_masker",
 ]
 
 
@@ -430,5 +434,3 @@ def history_frame(net: NeuralNet):
     keep = [c for c in frame.columns if not c.endswith("_batch_count")]
     return frame[keep].set_index("epoch") if "epoch" in frame else frame
 
-
-__all__ += ["build_callbacks", "concat_encodings", "history_frame", "make_net"]

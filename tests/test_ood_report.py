@@ -92,7 +92,7 @@ def test_features_with_replacement_input_ids(masked_clf, data):
     ({"X": ["a good film"], "input_ids": [np.array([1, 2])]}, r"input_ids\[0\] must be a 1-D integer array"),
     ({"X": ["a good film"], "input_ids": []}, "input_ids has 0 entries"),
     ({"X": ["a good film"], "dtype": np.float64}, "dtype must be"),
-    ({"X": ["a good film"], "batch_size": 0}, "batch_size must be a positive integer"),
+    ({"X": ["a good film"], "batch_size": 0}, "'batch_size' parameter of hidden_state_features must be an int"),
 ])
 def test_feature_arguments_are_checked(masked_clf, kwargs, message):
     if kwargs.get("encoding") == "enc":
@@ -219,7 +219,7 @@ def test_report_with_repeated_masked_calibration_copies(masked_clf, data):
     ({"ratios": (0.5, 0.2)}, "ratios must be sorted"),
     ({"segment": "second"}, "segment must be one of"),
     ({"calibration": "paper"}, "calibration"),
-    ({"dist_repeats": 0}, "dist_repeats must be a positive integer"),
+    ({"dist_repeats": 0}, "'dist_repeats' parameter of in_distribution_report must be an int"),
     ({"method": "nope"}, "nope"),
     ({"n_steps": 5}, "does not take parameter"),
 ])

@@ -20,7 +20,7 @@ from ._common import LABEL, frame_to_bunch
 
 __all__ = ["BABI_LOCATIONS", "make_babi"]
 
-#: Answer classes in the paper's order (SPEC.md 1.3).
+#: Answer classes in the paper's order (docs/datasets.md).
 BABI_LOCATIONS = ("garden", "hallway", "kitchen", "office", "bedroom", "bathroom")
 _PEOPLE = ("Mary", "John", "Daniel", "Sandra")
 _OBJECTS = ("football", "apple", "milk")

@@ -1,4 +1,4 @@
-"""The paper's datasets (SPEC.md 1.2-1.4): a registry and one loader.
+"""The paper's datasets (docs/datasets.md): a registry and one loader.
 
 :func:`load_paper_dataset` returns the paper's train / validation / test splits
 of each dataset with its segment fields, label names and primary metric. Data
@@ -42,7 +42,7 @@ class DatasetUnavailableError(OSError):
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """How the paper uses one dataset (one row of SPEC.md 1.3).
+    """How the paper uses one dataset (one row of the table in docs/datasets.md).
 
     Parameters
     ----------
@@ -278,7 +278,7 @@ class PaperDataset:
 
 
 def clean_mimic_text(text: str) -> str:
-    """Normalise a MIMIC-III discharge summary as the paper does (SPEC.md 1.3).
+    """Normalise a MIMIC-III discharge summary as the paper does (docs/datasets.md).
 
     Lower-case; de-identification brackets ``[** ... **]`` become ``<DE>``; a
     run of one repeated non-alphanumeric character becomes one; any
@@ -323,7 +323,7 @@ def load_paper_dataset(
 ):
     """Load one of the paper's datasets with the paper's splits.
 
-    Splits (SPEC.md 1.2): train = the first 80 % of the source's train split,
+    Splits (as in the paper): train = the first 80 % of the source's train split,
     validation = its last 20 %, test = the source's validation split (MNLI:
     ``validation_matched``; IMDB and bAbI: the test split). SNLI and MIMIC use
     their original train / validation / test splits; SNLI rows without a gold
@@ -439,7 +439,7 @@ def _describe(spec, split):
         f"Labels: {', '.join(spec.target_names)}.\n"
         f"Primary metric: {spec.primary_metric} (also {', '.join(spec.secondary_metrics) or 'none'}); "
         f"max epochs {spec.max_epochs}; majority-class baseline {spec.majority_baseline}.\n"
-        "See SPEC.md sections 1.2-1.4 (Madsen et al., ICML 2024)."
+        "See docs/datasets.md (Madsen et al., ICML 2024)."
     )
 
 

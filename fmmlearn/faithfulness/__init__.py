@@ -19,15 +19,18 @@ One concept per module, from the bottom:
 * ``_area`` -- :func:`acu`, :func:`racu` (numpy and pandas only);
 * ``_scorer`` -- :func:`make_faithfulness_scorer`, :func:`faithfulness_score`,
   :func:`faithful_refit` for ``GridSearchCV`` / ``cross_validate``;
-* ``_report`` -- :func:`faithfulness_report`: several measures, repeats, CIs.
+* ``_report`` -- :func:`faithfulness_report`: several measures, repeats, CIs;
+* ``_erasure`` -- :func:`erasure_metrics`: comprehensiveness, sufficiency and
+  AOPC (ERASER, ferret) with a MaSF validity flag (``docs/erasure.md``);
+  ``_token_lists`` aligns ferret-style token lists to the tokenization;
+* ``_erasure_scorer`` -- :func:`make_erasure_scorer` for ``GridSearchCV``.
 
 Only the classifier interface of :class:`fmmlearn._protocols.FittedClassifier`
 is used.  Names are imported on first use, so ``from fmmlearn.faithfulness
 import acu, racu`` does not load torch.
 """
 
-from importlib import import_module
-
+from .._lazy import attach
 from .._validation import DEFAULT_RATIOS, check_ratios
 from ..exceptions import FaithfulnessWarning
 from ._area import acu, racu
@@ -47,18 +50,14 @@ _LAZY = {
     "DEFAULT_REPORT_METHODS": "._report",
     "FaithfulnessReport": "._report",
     "faithfulness_report": "._report",
+    "DEFAULT_K": "._erasure",
+    "ERASURE_MODES": "._erasure",
+    "ErasureReport": "._erasure",
+    "erasure_metrics": "._erasure",
+    "make_erasure_scorer": "._erasure_scorer",
 }
 
 __all__ = sorted(["DEFAULT_RATIOS", "FaithfulnessWarning", "acu", "check_ratios", "racu", *_LAZY])
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value  # cache: later look-ups skip __getattr__
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = attach(__name__, _LAZY, globals())

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import numbers
 from functools import partial
+from numbers import Real
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import Interval, validate_params
 
 from .._bootstrap import mean_ci
 from .._labels import gold_targets
 from .._random import derive_seed, resolve_seed
-from .._validation import check_ratios, check_segment
+from .._validation import check_ratios, check_segment, positive_int
 from ..importance import get_measure
 from ._area import acu, racu
 from ._curves import BASELINE, encoded_curve
@@ -64,6 +65,11 @@ def _tagged(curve: pd.DataFrame, repeat: int, role: str) -> pd.DataFrame:
     return curve.assign(repeat=repeat, role=role)
 
 
+@validate_params(
+    {"n_repeats": [positive_int()], "batch_size": [positive_int(), None],
+     "confidence_level": [Interval(Real, 0, 1, closed="neither")]},
+    prefer_skip_nested_validation=True,
+)
 def faithfulness_report(
     clf,
     X,
@@ -117,10 +123,6 @@ def faithfulness_report(
     measures = [get_measure(m) for m in ([methods] if isinstance(methods, str) else list(methods))]
     if not measures:
         raise ValueError("methods must name at least one importance measure.")
-    if isinstance(n_repeats, bool) or not isinstance(n_repeats, numbers.Integral) or n_repeats < 1:
-        raise ValueError(f"n_repeats must be a positive integer, got {n_repeats!r}.")
-    if not (isinstance(confidence_level, numbers.Real) and 0 < confidence_level < 1):
-        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}.")
     options = dict(ratios=check_ratios(ratios, endpoints=True), segment=check_segment(segment), metric=metric,
                    batch_size=batch_size, endpoints={})
     encoding = clf.encode(X)

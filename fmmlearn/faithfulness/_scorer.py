@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from functools import partial
+from numbers import Real
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import validate_params
 
 from .._labels import gold_targets
 from .._random import derive_seed, resolve_seed
-from .._validation import DEFAULT_RATIOS, check_ratios, check_segment
+from .._validation import DEFAULT_RATIOS, StrictInterval, check_ratios, check_segment, positive_int
 from ..exceptions import FaithfulnessWarning
 from ..importance import get_measure
 from ..metrics import get_metric
@@ -104,6 +105,10 @@ class _FaithfulnessScorer:
         return float(value)
 
 
+@validate_params(
+    {"n_random": [positive_int()], "max_samples": [positive_int(), None], "relative": ["boolean"]},
+    prefer_skip_nested_validation=True,
+)
 def make_faithfulness_scorer(
     method="loo-sign",
     *,
@@ -174,9 +179,6 @@ def make_faithfulness_scorer(
     grid = tuple(check_ratios(ratios, endpoints=True).tolist())
     check_segment(segment)
     _resolve_recursive(measure, recursive, False)
-    for value, name in ((n_random, "n_random"), (max_samples if max_samples is not None else 1, "max_samples")):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     resolve_seed(random_state, 0)
     return _FaithfulnessScorer(measure.name, metric, grid, bool(relative), int(n_random), random_state, segment,
                               recursive, max_samples, method_params)
@@ -213,6 +215,8 @@ def _refit_index(cv_results, tolerance, accuracy, faithfulness) -> int:
     return int(admissible[np.argmax(scores)])
 
 
+@validate_params({"tolerance": [StrictInterval(Real, 0, None, closed="left")], "accuracy": [str],
+                  "faithfulness": [str]}, prefer_skip_nested_validation=True)
 def faithful_refit(tolerance: float = 0.02, *, accuracy: str = "accuracy", faithfulness: str = "faithfulness"):
     """A ``refit`` rule for multi-metric search: the most faithful model within an accuracy floor.
 
@@ -233,6 +237,4 @@ def faithful_refit(tolerance: float = 0.02, *, accuracy: str = "accuracy", faith
     callable
         ``refit(cv_results) -> int`` for ``GridSearchCV(refit=...)``.
     """
-    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) or tolerance < 0:
-        raise ValueError(f"tolerance must be a non-negative number, got {tolerance!r}.")
     return partial(_refit_index, tolerance=float(tolerance), accuracy=accuracy, faithfulness=faithfulness)

@@ -1,4 +1,4 @@
-"""Token-importance measures (SPEC section 4), by the paper's names.
+"""Token-importance measures (docs/explain.md), by the paper's names.
 
 ``compute_importance(model, batch, target, method, ...)`` scores every
 position of a padded batch for one measure; :func:`get_measure` and

@@ -1,4 +1,4 @@
-"""Beam search over masking orders: ``beam-sign-K`` (SPEC 4.2).
+"""Beam search over masking orders: ``beam-sign-K`` (docs/explain.md).
 
 A state is the set of masked positions together with the order they were
 masked in; its score is ``S = sum_j [f_y(x) - f_y(x with the first j masked)]``,

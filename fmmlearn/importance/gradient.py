@@ -1,4 +1,4 @@
-"""Gradient measures: ``grad-l2``, ``grad-l1``, ``inp-grad-sign``, ``inp-grad-abs`` (SPEC 4.2).
+"""Gradient measures: ``grad-l2``, ``grad-l1``, ``inp-grad-sign``, ``inp-grad-abs`` (docs/explain.md).
 
 All four need ``g_t = d f_y / d e_t``, the gradient of the target logit with
 respect to the word embedding of token ``t``, from one forward and one

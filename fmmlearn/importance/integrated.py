@@ -1,4 +1,4 @@
-"""Integrated gradients: ``int-grad-sign``, ``int-grad-abs`` (SPEC 0 and 4.2).
+"""Integrated gradients: ``int-grad-sign``, ``int-grad-abs`` (docs/explain.md).
 
 Standard IG (the default) attributes ``f_y(x) - f_y(baseline)`` to the tokens:
 

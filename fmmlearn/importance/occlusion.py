@@ -1,4 +1,4 @@
-"""Leave-one-out by masking: ``loo-sign``, ``loo-abs`` (SPEC 4.2).
+"""Leave-one-out by masking: ``loo-sign``, ``loo-abs`` (docs/explain.md).
 
 ``score_t = f_y(x) - f_y(x with x_t := [MASK])``: the token is *replaced* by
 the mask token, never deleted, so positions and length stay as they are.  All

@@ -1,4 +1,4 @@
-"""``rand``: the random baseline explanation (SPEC 4.2)."""
+"""``rand``: the random baseline explanation (docs/explain.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The importance measures by the paper's names, with their properties (SPEC 4.2, 4.3)."""
+"""The importance measures by the paper's names, with their properties (docs/explain.md)."""
 
 from __future__ import annotations
 

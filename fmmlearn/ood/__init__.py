@@ -25,8 +25,7 @@ The statistics need only numpy and scipy; the classifier integration
 ``from fmmlearn.ood import MaSF`` stays light.
 """
 
-from importlib import import_module
-
+from .._lazy import attach
 from ._combine import DEFAULT_THRESHOLDS, fisher_pvalue, simes_pvalue, summarize_pvalues
 from ._ecdf import empirical_cdf
 from ._masf import CALIBRATIONS, MaSF, MaSFStatistics, min_calibration_size
@@ -44,13 +43,4 @@ __all__ = sorted(["CALIBRATIONS", "DEFAULT_THRESHOLDS", "MaSF", "MaSFStatistics"
                   "min_calibration_size", "simes_pvalue", "summarize_pvalues", *_LAZY])
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value  # cache: later look-ups skip __getattr__
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = attach(__name__, _LAZY, globals())

@@ -6,13 +6,13 @@ imports torch (the statistics in the sibling modules do not).
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import torch
+from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import resolve_seed
+from .._validation import positive_int
 from ..encoding import collate
 from ..masking import mask_training_batch
 from ..modeling import autocast, map_batches
@@ -22,6 +22,7 @@ from ._checks import _check_dtype
 __all__ = ["calibration_features", "hidden_state_features", "mask_like_training"]
 
 
+@validate_params({"batch_size": [positive_int(), None]}, prefer_skip_nested_validation=True)
 def hidden_state_features(clf, X=None, *, encoding=None, input_ids=None, batch_size=None, dtype=np.float32):
     """Max-pooled hidden states of every layer: the MaSF features of docs/ood.md.
 
@@ -78,7 +79,7 @@ def hidden_state_features(clf, X=None, *, encoding=None, input_ids=None, batch_s
     encoding = _features_encoding(clf, X, encoding)
     input_ids = _check_input_ids(input_ids, encoding)
     dtype = _check_dtype(dtype)
-    batch_size = clf.inference_batch_size_ if batch_size is None else _positive_int(batch_size, "batch_size")
+    batch_size = clf.inference_batch_size_ if batch_size is None else batch_size
     device, autocast_dtype, pad_token_id = clf.device_, clf.inference_dtype_, clf.tokenizer_.pad_token_id
 
     def run(idx):
@@ -133,14 +134,11 @@ def _check_input_ids(input_ids, encoding):
 
 
 
-def _positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}.")
-    return int(value)
 
 
 
 
+@validate_params({"dist_repeats": [positive_int()]}, prefer_skip_nested_validation=True)
 def mask_like_training(clf, encoding, *, dist_repeats=1, random_state=None):
     """Mask encoded examples exactly like ``fit`` masks its training batches (docs/ood.md).
 
@@ -172,7 +170,6 @@ def mask_like_training(clf, encoding, *, dist_repeats=1, random_state=None):
     input_ids : list of ndarray of int64
         The masked ids, aligned with ``repeated``.
     """
-    dist_repeats = _positive_int(dist_repeats, "dist_repeats")
     seed = resolve_seed(random_state, clf.random_state)
     n = len(encoding)
     repeated = encoding.subset(np.tile(np.arange(n), dist_repeats))
@@ -193,6 +190,8 @@ def mask_like_training(clf, encoding, *, dist_repeats=1, random_state=None):
     return repeated, masked
 
 
+@validate_params({"dist_repeats": [positive_int()], "batch_size": [positive_int(), None]},
+                 prefer_skip_nested_validation=True)
 def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, batch_size=None, dtype=np.float32):
     """MaSF calibration features: ``X_calib`` masked like the training batches, then max-pooled (docs/ood.md).
 

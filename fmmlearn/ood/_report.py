@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import pandas as pd
+from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
 
 from .._labels import resolve_targets
 from .._random import derive_seed, resolve_seed
-from .._validation import check_ratios, check_segment
+from .._validation import check_ratios, check_segment, positive_int
 from ..faithfulness._loop import iter_explainer_masking
 from ..importance import get_measure
 from ._checks import _check_thresholds
 from ._combine import DEFAULT_THRESHOLDS, summarize_pvalues
-from ._features import _masked_features, _positive_int, hidden_state_features
+from ._features import _masked_features, hidden_state_features
 from ._masf import _MIN_FOLD_SIZE, MaSF, _check_fold_fractions, _fewest_examples, min_calibration_size
 
 __all__ = ["REPORT_COLUMNS", "in_distribution_report"]
@@ -21,6 +22,8 @@ __all__ = ["REPORT_COLUMNS", "in_distribution_report"]
 REPORT_COLUMNS = ("ratio", "threshold", "proportion", "simes_p", "fisher_p", "n_examples", "method", "calibration")
 
 
+@validate_params({"dist_repeats": [positive_int()], "batch_size": [positive_int(), None]},
+                 prefer_skip_nested_validation=True)
 def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=None, calibration="calibrated",
                            thresholds=DEFAULT_THRESHOLDS, segment="first", random_state=None, *, dist_repeats=1,
                            fold_fractions=(1 / 3, 1 / 3, 1 / 3), recursive=None, batch_size=None,
@@ -115,7 +118,6 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     check_is_fitted(clf)
     grid, levels = check_ratios(ratios), _check_thresholds(thresholds)
     check_segment(segment)
-    dist_repeats = _positive_int(dist_repeats, "dist_repeats")
     seed = resolve_seed(random_state, clf.random_state)
     masf = MaSF(calibration, fold_fractions=fold_fractions, random_state=seed)
     masf._validate_params()
