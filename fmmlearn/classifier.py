@@ -20,16 +20,23 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._labels import check_labels
-from ._random import resolve_seed
+from ._random import derive_seed, resolve_seed
+from ._validation import StrictInterval
+from ._warnings import reports_truncation_once, single_class_note, warn
 from .encoding import encode, validate_texts
+from .exceptions import DegenerateModelWarning
 from .masking import MASKING_STRATEGIES
+from .datasets import paper_params, paper_primary_metric
+from .distributed import make_accelerator
 from .metrics import get_metric
-from .modeling import PRECISIONS, load_pretrained, predict_logits, resolve_device, resolve_precision
-from .training import EncodedDataset, concat_encodings, history_frame, make_net, mask_encoding, random_masker
+from .modeling import (PRECISIONS, load_pretrained, predict_logits, resolve_device, resolve_max_length,
+                       resolve_precision)
+from .training import (LR_SCHEDULES, EncodedDataset, concat_encodings, history_frame, make_net, mask_encoding,
+                       random_masker)
 
 __all__ = ["FaithfulTextClassifier"]
 
@@ -73,6 +80,12 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
     max_epochs : int, default=3
     batch_size : int, default=16
         Training batch size (the paper's 16).  Inference uses ``4 * batch_size``.
+    group_by_length : bool, default=True
+        Draw training batches of examples of similar length (less padding,
+        faster), freshly shuffled every epoch.  ``False`` shuffles uniformly
+        like the paper's reference code: a new permutation per epoch, cut
+        into consecutive batches.  The masking rule is the same either way;
+        docs/classifier.md says what grouping changes.
     learning_rate : float, default=5e-5
         Peak learning rate (the paper used 2e-5 for RoBERTa; small models such
         as MiniLM prefer a larger one).
@@ -80,18 +93,51 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         Decoupled AdamW decay, not applied to biases and LayerNorm weights.
     warmup_ratio : float in [0, 1], default=0.06
         Fraction of optimisation steps of linear warm-up, then linear decay to 0.
+    lr_schedule : {"linear", "reference"}, default="linear"
+        ``"linear"``: warm-up and decay counted in optimisation steps (what the
+        paper describes).  ``"reference"``: the paper's reference code, which
+        counts ``S = max_epochs * n_train_examples`` examples instead, so the
+        warm-up spans about 96 % of the run and the rate never decays; for
+        parity only (docs/classifier.md has a plot of both).
     max_length : int or None, default=None
         Token limit per input, special tokens included; ``None`` is the
-        tokenizer's limit (512 for BERT models).  Longer inputs are truncated
+        smaller of the tokenizer's limit and what the model's position
+        embeddings take (512 for BERT and RoBERTa models).  A larger value is
+        cut to the model's limit with a warning.  Longer inputs are truncated
         with a warning.
-    selection_metric : str or callable, default="accuracy"
+    selection_metric : str, callable or None, default=None
         Metric for best-epoch selection (greater is better), a name known to
         :func:`fmmlearn.metrics.get_metric` or ``metric(y_true, y_pred)``.
+        ``None`` is the primary metric of ``dataset``, else ``"accuracy"``.
+    dataset : str or None, default=None
+        Name of the paper's dataset the data comes from
+        (:func:`fmmlearn.datasets.list_paper_datasets`), e.g. set by
+        :meth:`for_paper_dataset`.  It only chooses defaults: with it,
+        ``selection_metric=None`` and ``metric=None`` in faithfulness curves,
+        scorers and reports mean the dataset's primary metric (macro-F1 for
+        CB, IMDB, MIMIC, MRPC and QQP, MCC for CoLA, micro-F1 = accuracy
+        for bAbI, accuracy elsewhere).
     device : str or torch.device, default="auto"
         ``"auto"`` uses CUDA when available, else the CPU.
     precision : {"auto", "fp32", "bf16", "fp16"}, default="auto"
-        ``"auto"`` trains and predicts with bf16 autocast where the hardware
-        supports it well, fp32 otherwise.
+        ``"auto"`` predicts with bf16 autocast only where a short probe of the
+        model (once per process) measured it faster than fp32, and trains with
+        it where the hardware runs bf16 natively (AVX512-BF16, AMX, CUDA).
+        Leave-one-out and beam search run in fp32 whatever the precision, so
+        their rankings do not depend on it (docs/explain.md, "Precision").
+    accelerator : None, "auto" or accelerate.Accelerator, default=None
+        Train with Hugging Face Accelerate (docs/scaling.md): under
+        ``accelerate launch --num_processes N`` data-parallel, each process
+        on its share of every epoch's batches with its own masks; on one
+        device, for mixed precision and gradient accumulation.  ``"auto"``
+        creates an ``Accelerator`` in ``fit`` (mixed precision from
+        ``precision``, or the launch's ``--mixed_precision`` when
+        ``precision="auto"``); an ``Accelerator`` is used as it is (``clone``
+        shares it; an estimator holding one cannot be pickled).  Needs
+        ``pip install "fmmlearn[distributed]"``.
+    gradient_accumulation_steps : int, default=1
+        With an accelerator, batches whose gradients are summed per
+        optimisation step (effective batch ``batch_size * N * steps``).
     random_state : int or None, default=0
         Seeds the classifier head, dropout, batch order and every mask.  The
         same seed on the same CPU gives identical predictions.
@@ -110,6 +156,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         (``valid_<metric>``), whether it was the best so far, and timing.
     is_pair_ : bool
         Whether the model was trained on sentence pairs.
+    max_length_ : int
+        The token limit inputs are cut to: ``max_length`` within the model's limit.
 
     Examples
     --------
@@ -120,19 +168,24 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         "model": [str, os.PathLike, tuple],
-        "max_masking_ratio": [Interval(numbers.Real, 0, 1, closed="both")],
+        "max_masking_ratio": [StrictInterval(numbers.Real, 0, 1, closed="both")],
         "masking_strategy": [StrOptions(set(MASKING_STRATEGIES))],
         "validation": [StrOptions(set(VALIDATION_MODES))],
-        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="left")],
-        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
-        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
-        "warmup_ratio": [Interval(numbers.Real, 0, 1, closed="both")],
-        "max_length": [Interval(numbers.Integral, 2, None, closed="left"), None],
-        "selection_metric": [str, callable],
+        "validation_fraction": [StrictInterval(numbers.Real, 0, 1, closed="left")],
+        "max_epochs": [StrictInterval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [StrictInterval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [StrictInterval(numbers.Real, 0, None, closed="neither")],
+        "weight_decay": [StrictInterval(numbers.Real, 0, None, closed="left")],
+        "warmup_ratio": [StrictInterval(numbers.Real, 0, 1, closed="both")],
+        "lr_schedule": [StrOptions(set(LR_SCHEDULES))],
+        "group_by_length": ["boolean"],
+        "max_length": [StrictInterval(numbers.Integral, 2, None, closed="left"), None],
+        "selection_metric": [str, callable, None],
+        "dataset": [str, None],
         "device": [str, torch.device],
         "precision": [StrOptions(set(PRECISIONS))],
+        "accelerator": [None, StrOptions({"auto"}), HasMethods(["prepare", "backward"])],
+        "gradient_accumulation_steps": [StrictInterval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -147,13 +200,18 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         validation_fraction=0.2,
         max_epochs=3,
         batch_size=16,
+        group_by_length=True,
         learning_rate=5e-5,
         weight_decay=0.01,
         warmup_ratio=0.06,
+        lr_schedule="linear",
         max_length=None,
-        selection_metric="accuracy",
+        selection_metric=None,
+        dataset=None,
         device="auto",
         precision="auto",
+        accelerator=None,
+        gradient_accumulation_steps=1,
         random_state=0,
         verbose=0,
     ):
@@ -164,15 +222,69 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.max_epochs = max_epochs
         self.batch_size = batch_size
+        self.group_by_length = group_by_length
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.warmup_ratio = warmup_ratio
+        self.lr_schedule = lr_schedule
         self.max_length = max_length
         self.selection_metric = selection_metric
+        self.dataset = dataset
         self.device = device
         self.precision = precision
+        self.accelerator = accelerator
+        self.gradient_accumulation_steps = gradient_accumulation_steps
         self.random_state = random_state
         self.verbose = verbose
+
+    @classmethod
+    def for_paper_dataset(cls, name, **overrides) -> "FaithfulTextClassifier":
+        """An unfitted classifier with the paper's fine-tuning settings for one of its datasets.
+
+        The settings of :func:`fmmlearn.datasets.paper_params`: learning rate
+        2e-5, the dataset's number of epochs, its primary metric as
+        ``selection_metric`` (and ``dataset=name``, so faithfulness curves and
+        scorers default to that metric too), batch size 16, masked
+        fine-tuning (``max_masking_ratio=1.0``, ``masking_strategy="half-det"``,
+        ``validation="both"``).  The paper fine-tuned RoBERTa-base and
+        RoBERTa-large: pass ``model="roberta-base"`` (or ``"roberta-large"``);
+        the default stays the bundled offline MiniLM, which is much smaller
+        and usually wants a larger learning rate.  For the reference code's
+        learning-rate schedule and batch order too, add
+        ``lr_schedule="reference", group_by_length=False``.  Fit with the
+        paper's validation split as ``validation_data`` (docs/datasets.md).
+
+        Parameters
+        ----------
+        name : str
+            A name of :func:`fmmlearn.datasets.list_paper_datasets`, e.g.
+            ``"sst2"`` or ``"babi-1"``.
+        **overrides
+            Any other estimator parameter, or one of the above to change it
+            (``max_masking_ratio=0.0`` is the paper's plain fine-tuning baseline).
+
+        Returns
+        -------
+        FaithfulTextClassifier
+
+        Raises
+        ------
+        ValueError
+            For an unknown dataset name.
+        TypeError
+            For an unknown parameter.
+
+        Examples
+        --------
+        >>> from fmmlearn import FaithfulTextClassifier
+        >>> clf = FaithfulTextClassifier.for_paper_dataset("cola", model="roberta-base")
+        >>> clf.selection_metric, clf.max_epochs, clf.learning_rate
+        ('matthew', 15, 2e-05)
+        >>> ds = load_paper_dataset("cola")                                               # doctest: +SKIP
+        >>> clf.fit(ds.train.data, ds.train.target,                                      # doctest: +SKIP
+        ...         validation_data=(ds.validation.data, ds.validation.target))
+        """
+        return cls(**{**paper_params(name), **overrides})
 
     # ------------------------------------------------------------------ sklearn plumbing
     def __sklearn_tags__(self):
@@ -187,7 +299,19 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "model_")
 
+    def __getstate__(self):
+        """Picklable after any call: hooks transformers attached to the models are stripped (docs/reliability.md)."""
+        from ._persistence import picklable_state
+
+        if not (self.accelerator is None or isinstance(self.accelerator, str)):
+            raise TypeError("this FaithfulTextClassifier holds an accelerate.Accelerator (accelerator=...), a handle "
+                            "on this process's distributed state that cannot be pickled; pass accelerator='auto' "
+                            "(fit creates one in each process) to pickle it or send it to joblib/Dask workers.")
+
+        return picklable_state(self, super().__getstate__())
+
     # ------------------------------------------------------------------ fitting
+    @reports_truncation_once
     def fit(self, X, y, *, validation_data=None):
         """Fine-tune the model on texts ``X`` with labels ``y``.
 
@@ -216,9 +340,11 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has a single class ({encoder.classes_[0].item()!r}); a classifier needs at least 2.")
         targets = encoder.transform(labels)
         seed = resolve_seed(self.random_state)
-        device = resolve_device(self.device)
+        accelerator, created = make_accelerator(self.accelerator, device=self.device, precision=self.precision,
+                                                gradient_accumulation_steps=self.gradient_accumulation_steps)
+        device = resolve_device(self.device) if accelerator is None else torch.device(accelerator.device)
         dtype = resolve_precision(self.precision, device)
-        metric = get_metric(self.selection_metric)
+        metric = get_metric(self._selection_metric())
 
         train_idx, valid_part = self._split_validation(texts, targets, validation_data, encoder, is_pair, seed)
 
@@ -233,24 +359,53 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
                 id2label={i: str(c) for i, c in enumerate(encoder.classes_)},
                 label2id={str(c): i for i, c in enumerate(encoder.classes_)},
             )
-            encoding = encode(tokenizer, texts, is_pair=is_pair, max_length=self.max_length)
+            max_length = resolve_max_length(self.max_length, model, tokenizer, is_pair=is_pair)
+            encoding = encode(tokenizer, texts, is_pair=is_pair, max_length=max_length, name="X")
             train_set = EncodedDataset(encoding.subset(train_idx), targets[train_idx])
-            valid_set = self._validation_dataset(encoding, targets, valid_part, tokenizer, is_pair)
+            valid_set = clean_valid = self._validation_dataset(encoding, targets, valid_part, tokenizer, is_pair,
+                                                               max_length)
             if valid_set is not None and self.validation != "clean" and self.max_masking_ratio > 0:
                 valid_set = self._mask_validation(valid_set, tokenizer, seed)
             net = self._make_net(
-                model.to(device), tokenizer, train_set, valid_set, device, dtype, seed, metric, len(encoder.classes_)
+                model.to(device), tokenizer, train_set, valid_set, device, dtype, seed, metric, len(encoder.classes_),
+                accelerator=accelerator,
             )
-            net.fit(train_set, y=None)
+            try:
+                net.fit(train_set, y=None)
+            finally:
+                if created:  # drop the Accelerator's references to the prepared optimizer and model
+                    accelerator.free_memory()
 
         self.classes_ = encoder.classes_
         self.tokenizer_ = tokenizer
         self.model_ = net.module_.eval()
         self.history_ = history_frame(net)
         self.is_pair_ = is_pair
+        self.max_length_ = max_length
+        self._warn_if_single_class(clean_valid, encoding.subset(train_idx), targets[train_idx], seed)
         return self
 
-    def _make_net(self, model, tokenizer, train_set, valid_set, device, dtype, seed, metric, n_classes):
+    def _warn_if_single_class(self, valid_set, train_encoding, train_targets, seed):
+        """Warn (:class:`DegenerateModelWarning`) when the fitted model predicts one class on clean validation data.
+
+        Without validation data, a seeded sample of at most 512 training
+        examples stands in for it.
+        """
+        if valid_set is not None:
+            encoding, gold, what = valid_set.encoding, valid_set.targets.numpy(), "validation examples"
+        else:
+            keep = np.random.default_rng(derive_seed(seed, 3)).permutation(len(train_targets))[:512]
+            encoding, gold, what = train_encoding.subset(np.sort(keep)), train_targets[np.sort(keep)], \
+                "training examples (no validation data)"
+        predicted = self.encoded_logits(encoding).argmax(axis=1)
+        note = single_class_note(self.classes_[predicted], self.classes_[gold], what)
+        if note:
+            warn(f"After fit, {note}: the model has not learned the task. Train longer (max_epochs="
+                 f"{self.max_epochs}) or try another learning_rate (now {self.learning_rate:g}).",
+                 DegenerateModelWarning)
+
+    def _make_net(self, model, tokenizer, train_set, valid_set, device, dtype, seed, metric, n_classes,
+                  accelerator=None):
         metric_name = "valid_" + metric.name
         return make_net(
             model,
@@ -272,7 +427,20 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             metric=metric,
             n_classes=n_classes,
             verbose=self.verbose,
+            lr_schedule=self.lr_schedule,
+            group_by_length=self.group_by_length,
+            accelerator=accelerator,
         )
+
+    def _selection_metric(self):
+        """``selection_metric``, or for ``None`` the dataset's primary metric (else accuracy).
+
+        Also checks ``dataset`` (a ValueError lists the valid names).
+        """
+        primary = paper_primary_metric(self.dataset, "dataset")
+        if self.selection_metric is not None:
+            return self.selection_metric
+        return primary or "accuracy"
 
     def _split_validation(self, texts, targets, validation_data, encoder, is_pair, seed):
         """Indices to train on, plus ``None`` or the validation part."""
@@ -301,12 +469,13 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         train_idx, valid_idx = train_test_split(all_idx, test_size=n_valid, random_state=seed, stratify=stratify)
         return np.sort(train_idx), ("split", np.sort(valid_idx))
 
-    def _validation_dataset(self, encoding, targets, valid_part, tokenizer, is_pair):
+    def _validation_dataset(self, encoding, targets, valid_part, tokenizer, is_pair, max_length):
         if valid_part is None:
             return None
         if valid_part[0] == "explicit":
             _, v_texts, v_targets = valid_part
-            v_encoding = encode(tokenizer, v_texts, is_pair=is_pair, max_length=self.max_length)
+            v_encoding = encode(tokenizer, v_texts, is_pair=is_pair, max_length=max_length,
+                                name="validation_data[0]")
             return EncodedDataset(v_encoding, v_targets)
         idx = valid_part[1]
         return EncodedDataset(encoding.subset(idx), targets[idx])
@@ -340,7 +509,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         if is_pair != self.is_pair_:
             kind = "sentence pairs" if self.is_pair_ else "single texts"
             raise ValueError(f"{name} must hold {kind}, like the training data.")
-        return encode(self.tokenizer_, texts, is_pair=is_pair, max_length=self.max_length)
+        return encode(self.tokenizer_, texts, is_pair=is_pair, max_length=self.max_length_, name=name)
 
     @property
     def device_(self) -> torch.device:
@@ -350,8 +519,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
 
     @property
     def inference_dtype_(self):
-        """Autocast dtype used for forward-only passes (``None`` = fp32)."""
-        return resolve_precision(self.precision, self.device_)
+        """Autocast dtype of prediction passes (``None`` = fp32); ``"auto"`` measures the model once per process."""
+        return resolve_precision(self.precision, self.device_, model=self.model_)
 
     @property
     def inference_batch_size_(self) -> int:
@@ -382,6 +551,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             input_ids=input_ids,
         )
 
+    @reports_truncation_once
     def decision_function(self, X) -> np.ndarray:
         """Confidence scores, following scikit-learn's convention.
 
@@ -399,6 +569,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         """
         logits = self.encoded_logits(self.encode(X))
         return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
+    @reports_truncation_once
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities (softmax of the logits), columns ordered like ``classes_``.
 
@@ -413,6 +584,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         logits = torch.from_numpy(self.encoded_logits(self.encode(X)))
         return torch.softmax(logits.double(), dim=1).numpy()
 
+    @reports_truncation_once
     def predict(self, X) -> np.ndarray:
         """Predicted labels (values from ``classes_``).
 
@@ -427,6 +599,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         logits = self.encoded_logits(self.encode(X))
         return self.classes_[logits.argmax(axis=1)]
 
+    @reports_truncation_once
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy on ``(X, y)``.
 
@@ -466,7 +639,9 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        pandas.DataFrame
+        fmmlearn.explanation.Explanation
+            A pandas DataFrame (subclass) that also keeps the texts and
+            predictions, and renders as a heatmap (``to_html``, notebooks).
         """
         from .explanation import explain
 
@@ -516,13 +691,17 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
 
         Writes the model in Hugging Face format (``model.safetensors`` and
         ``config.json``), the tokenizer, and ``fmmlearn.json`` with the
-        estimator's parameters, ``classes_`` and the training history.  See
-        :func:`fmmlearn._persistence.save_classifier`.
+        estimator's parameters, ``classes_``, the training history and the
+        SHA-256 of every file.  Atomic: the files go to a temporary sibling
+        directory that then replaces ``path``, so an interrupted save leaves
+        the previous one intact (docs/reliability.md).
 
         Parameters
         ----------
         path : str or path-like
-            Directory, created if needed.
+            A new directory (created with its parents), an empty one, or an
+            earlier save, which is replaced.  A non-empty directory that
+            ``save`` did not write is refused (``ValueError``).
 
         Returns
         -------
@@ -536,7 +715,10 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
     def load(cls, path, *, device="auto") -> "FaithfulTextClassifier":
         """Load a classifier saved with :meth:`save`.
 
-        Only safetensors weights and JSON are read; no pickle, no remote code.
+        Only safetensors weights and JSON are read; no pickle, no remote code,
+        no download.  The checksums, the labels against the model config and
+        the parameters are verified first; a damaged or mixed directory is a
+        ``ValueError`` naming the file (docs/reliability.md).
 
         Parameters
         ----------

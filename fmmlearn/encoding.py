@@ -1,7 +1,7 @@
 """Tokenization and batching: texts in, token-id batches out.
 
 Text is tokenized exactly once per call.  Everything after this module works
-on token ids (masking never decodes and re-tokenizes, SPEC section 0).  An
+on token ids (masking never decodes and re-tokenizes).  An
 :class:`Encoding` keeps, per example, the ids together with the bookkeeping
 that masking and explanations need: which positions are special tokens, which
 segment (A or B) a token belongs to, its word index and its character span in
@@ -13,13 +13,15 @@ similar length so that padding stays small.
 from __future__ import annotations
 
 import numbers
-import warnings
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
+
+from ._warnings import record_truncation
 
 __all__ = [
     "SEGMENT_A",
@@ -52,6 +54,15 @@ def _check_text(item, where: str) -> str:
     raise TypeError(f"{where} is of type {type(item).__name__}; expected a string.")
 
 
+def _unordered_input(X, name: str) -> TypeError:
+    """The error for a set or mapping as texts: no defined order (sets) or no defined texts (keys or values?)."""
+    if isinstance(X, Mapping):
+        return TypeError(f"{name} is a {type(X).__name__}; pass the texts as a list, e.g. {name}=list(d.values()) "
+                         "or list(d.keys()) (which one is meant cannot be guessed).")
+    return TypeError(f"{name} is a {type(X).__name__}, whose order is undefined, so outputs could not be matched "
+                     f"to inputs; pass a list, e.g. {name}=sorted(texts).")
+
+
 def validate_texts(X, name: str = "X") -> tuple[list, bool]:
     """Check text input and return it as a list plus a pair flag.
 
@@ -73,8 +84,9 @@ def validate_texts(X, name: str = "X") -> tuple[list, bool]:
     Raises
     ------
     ValueError, TypeError
-        For empty input, missing or non-string items and malformed pairs; the
-        message names the offending item.
+        For empty input, missing or non-string items, malformed pairs, and
+        sets or mappings (no defined order or meaning); the message names the
+        offending item.
     """
     if isinstance(X, (str, bytes)):
         raise TypeError(
@@ -98,6 +110,8 @@ def validate_texts(X, name: str = "X") -> tuple[list, bool]:
         if X.ndim > 2:
             raise ValueError(f"{name} has shape {X.shape}; expected (n,) texts or (n, 2) pairs.")
         rows = [tuple(r) for r in X] if X.ndim == 2 else X.tolist()
+    elif isinstance(X, (Mapping, Set)):
+        raise _unordered_input(X, name)
     elif isinstance(X, Sequence) or hasattr(X, "__iter__"):
         rows = list(X)
     else:
@@ -137,9 +151,17 @@ class Encoding:
     segment_ids : list of ndarray of int64
         :data:`SEGMENT_A`, :data:`SEGMENT_B` or :data:`SEGMENT_NONE` (special).
     word_ids : list of ndarray of int64
-        Word index within the token's own segment, ``-1`` for special tokens.
+        Word index within the token's own segment (``0, 1, ...`` in reading
+        order), ``-1`` for special tokens.  Words are the tokenizer's own
+        (``word_ids()`` of its pre-tokenizer), except that a word made only
+        of whitespace (byte-level BPE's lone ``Ġ`` for a double space) joins
+        the word that follows it.
     offsets : list of ndarray of int64, shape (n_tokens, 2)
-        Character span of each token in its own segment's text.
+        Character span of each token in its own segment's text, without
+        surrounding whitespace (SentencePiece's ``▁`` and byte-level BPE's
+        ``Ġ`` stand for a space that the span leaves out).  A token that
+        stands for whitespace only gets the empty span at the start of its
+        word.  Special tokens get ``(0, 0)``.
     token_type_ids : list of ndarray of int64 or None
         Present when the tokenizer produces them (BERT pairs).
     truncated : ndarray of bool
@@ -200,7 +222,8 @@ def _tokenize(tokenizer, texts, is_pair, truncation, max_length):
     )
 
 
-def encode(tokenizer, texts: list, *, is_pair: bool, max_length: int | None, warn: bool = True) -> Encoding:
+def encode(tokenizer, texts: list, *, is_pair: bool, max_length: int | None, warn: bool = True,
+           name: str | None = None) -> Encoding:
     """Tokenize validated texts once and keep the bookkeeping masking needs.
 
     Parameters
@@ -216,7 +239,12 @@ def encode(tokenizer, texts: list, *, is_pair: bool, max_length: int | None, war
         uses ``tokenizer.model_max_length``.  Longer inputs are truncated
         (pairs: longest segment first) and a warning says how many.
     warn : bool, default=True
-        Emit the truncation warning.
+        Report truncated inputs: one :class:`~fmmlearn.exceptions.TruncationWarning`
+        at the caller's line, or, inside a public call of fmmlearn (``fit``,
+        ``predict``, ``explain``, ...), collected into that call's single
+        warning.
+    name : str, optional
+        The argument ``texts`` came from (``"X"``), named in the warning.
 
     Returns
     -------
@@ -235,13 +263,7 @@ def encode(tokenizer, texts: list, *, is_pair: bool, max_length: int | None, war
         for j, i in enumerate(long_idx):
             encodings[i] = (enc_long, j)
         if warn:
-            warnings.warn(
-                f"{len(long_idx)} of {len(texts)} input(s) are longer than max_length={max_length} "
-                f"tokens and were truncated (indices {long_idx[:10].tolist()}"
-                f"{' ...' if len(long_idx) > 10 else ''}).",
-                UserWarning,
-                stacklevel=3,
-            )
+            record_truncation(name, len(texts), max_length, long_idx)
 
     fields = {k: [] for k in ("input_ids", "special_tokens_mask", "segment_ids", "word_ids", "offsets")}
     has_types = "token_type_ids" in enc
@@ -251,12 +273,120 @@ def encode(tokenizer, texts: list, *, is_pair: bool, max_length: int | None, war
         fields["input_ids"].append(np.asarray(src["input_ids"][j], dtype=np.int64))
         fields["special_tokens_mask"].append(np.asarray(src["special_tokens_mask"][j], dtype=bool))
         seq = src.sequence_ids(j)
-        fields["segment_ids"].append(np.array([SEGMENT_NONE if s is None else s for s in seq], dtype=np.int64))
-        fields["word_ids"].append(np.array([-1 if w is None else w for w in src.word_ids(j)], dtype=np.int64))
-        fields["offsets"].append(np.asarray(src["offset_mapping"][j], dtype=np.int64).reshape(-1, 2))
+        segments = np.array([SEGMENT_NONE if s is None else s for s in seq], dtype=np.int64)
+        words = np.array([-1 if w is None else w for w in src.word_ids(j)], dtype=np.int64)
+        offsets = np.asarray(src["offset_mapping"][j], dtype=np.int64).reshape(-1, 2)
+        special = fields["special_tokens_mask"][-1]
+        words, offsets = _normalise_words(texts[i], is_pair, segments, words, offsets, special)
+        fields["segment_ids"].append(segments)
+        fields["word_ids"].append(words)
+        fields["offsets"].append(offsets)
         if has_types:
             token_types.append(np.asarray(src["token_type_ids"][j], dtype=np.int64))
     return Encoding(**fields, token_type_ids=token_types, truncated=too_long, texts=texts, is_pair=is_pair)
+
+
+# --------------------------------------------------------------------------- words and character spans
+
+#: ``_IS_SPACE[c]``: whether code point ``c`` is whitespace (``str.isspace``; none lies above U+3000).
+_IS_SPACE = np.array([chr(c).isspace() for c in range(0x3001)] + [False])
+
+
+def _non_space_positions(text: str) -> np.ndarray:
+    """Indices of the characters of ``text`` that are not whitespace."""
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    return np.flatnonzero(~_IS_SPACE[np.minimum(codes, len(_IS_SPACE) - 1)])
+
+
+def _trim_spans(text: str, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Spans without leading/trailing whitespace, and which spans hold nothing else.
+
+    Parameters
+    ----------
+    text : str
+    spans : ndarray (n, 2)
+        ``[start, end)`` character spans into ``text``.
+
+    Returns
+    -------
+    trimmed : ndarray (n, 2)
+        Each span shrunk to its first and last non-space character.
+    blank : ndarray of bool (n,)
+        Spans that are empty or whitespace only (their ``trimmed`` row is
+        meaningless and must be replaced).
+    """
+    solid = _non_space_positions(text)
+    first = np.searchsorted(solid, spans[:, 0], side="left")  # first non-space at or after the start
+    last = np.searchsorted(solid, spans[:, 1], side="left") - 1  # last non-space before the end
+    blank = first > last
+    if not len(solid):
+        return spans.copy(), blank
+    starts = solid[np.minimum(first, len(solid) - 1)]
+    ends = solid[np.maximum(last, 0)] + 1
+    return np.stack([starts, ends], axis=1), blank
+
+
+def _join_blank_words(words: np.ndarray, blank: np.ndarray) -> np.ndarray:
+    """Word ids (of one segment, in token order) with whitespace-only words merged and renumbered.
+
+    A word all of whose tokens are ``blank`` joins the next word, or the
+    previous one at the end of the segment; ids are then renumbered
+    ``0, 1, ...`` in order of appearance.
+    """
+    order = list(dict.fromkeys(words.tolist()))  # word ids in order of appearance
+    solid = set(words[~blank].tolist())
+    if not solid:
+        return words
+    target, following = {}, None
+    for w in reversed(order):  # each blank word joins the next solid word ...
+        following = w if w in solid else following
+        target[w] = following
+    preceding = None
+    for w in order:  # ... or, at the end of the segment, the previous one
+        preceding = w if w in solid else preceding
+        target[w] = preceding if target[w] is None else target[w]
+    dense = {w: n for n, w in enumerate(dict.fromkeys(target[w] for w in order))}
+    return np.array([dense[target[w]] for w in words.tolist()], dtype=np.int64)
+
+
+def _normalise_words(text, is_pair: bool, segments, words, offsets, special):
+    """Whitespace-free character spans and whitespace-free words, segment by segment.
+
+    Tokenizers disagree about spaces: WordPiece spans never include them,
+    SentencePiece's ``▁word`` and byte-level BPE's ``Ġword`` include the space
+    unless the tokenizer trims offsets (RoBERTa does, DeBERTa and ModernBERT do
+    not), and byte-level BPE makes a double space a word of its own.  This
+    brings every tokenizer to WordPiece's convention, so a word's span is the
+    word and nothing else (``text.split()`` on plain ASCII text).
+
+    Returns
+    -------
+    words, offsets : ndarray
+        New arrays; special tokens keep word ``-1`` and get span ``(0, 0)``.
+    """
+    words, offsets = words.copy(), offsets.copy()
+    offsets[special] = 0
+    for segment in (SEGMENT_A, SEGMENT_B) if is_pair else (SEGMENT_A,):
+        pos = np.flatnonzero((segments == segment) & ~special & (words >= 0))
+        if not len(pos):
+            continue
+        trimmed, blank = _trim_spans(text[segment] if is_pair else text, offsets[pos])
+        if blank.any():
+            seg_words = words[pos]
+            has_solid = np.zeros(seg_words.max() + 1, dtype=bool)
+            has_solid[seg_words[~blank]] = True
+            if not has_solid[seg_words].all():  # a word of whitespace only (byte-level BPE's lone "Ġ")
+                seg_words = _join_blank_words(seg_words, blank)
+                words[pos] = seg_words
+            # A blank token gets the empty span at the start of its word, so
+            # that the word's span (first to last token) stays the word itself.
+            word_start = np.full(seg_words.max() + 1, np.iinfo(np.int64).max)
+            np.minimum.at(word_start, seg_words[~blank], trimmed[~blank, 0])
+            fallback = offsets[pos, 1]  # a segment of whitespace only keeps the tokenizer's end
+            starts = np.where(word_start[seg_words] == np.iinfo(np.int64).max, fallback, word_start[seg_words])
+            trimmed[blank] = starts[blank, None]
+        offsets[pos] = trimmed
+    return words, offsets
 
 
 # --------------------------------------------------------------------------- batches
@@ -389,7 +519,7 @@ def length_grouped_batches(
     list of ndarray of int64
     """
     lengths = np.asarray(lengths)
-    if not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
     if not shuffle:
         order = np.argsort(-lengths, kind="stable")

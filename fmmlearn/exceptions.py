@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
-__all__ = ["FaithfulnessWarning"]
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["DegenerateModelWarning", "FaithfulnessWarning", "TruncationWarning"]
 
 
 class FaithfulnessWarning(UserWarning):
     """A faithfulness number could not be formed (e.g. a flat random curve); the result is NaN."""
+
+
+class DegenerateModelWarning(ConvergenceWarning):
+    """A fitted model predicts a single class on its validation data.
+
+    A subclass of scikit-learn's :class:`~sklearn.exceptions.ConvergenceWarning`
+    (training ended without learning the task), so filters and tools that
+    handle that warning, e.g. in ``GridSearchCV``, handle this one too.
+    """
+
+
+class TruncationWarning(UserWarning):
+    """Inputs longer than ``max_length`` were truncated; raised once per call, naming them."""

@@ -84,10 +84,14 @@ def plot_faithfulness(curves, ax=None, path=None, *, title: str | None = None):
 
 # --------------------------------------------------------------------------- in-distribution reports
 
-_OOD_STATISTICS = {"simes_p": "Simes p-value (whole test set)", "fisher_p": "Fisher p-value (whole test set)",
+_OOD_STATISTICS = {"simes_p": "Simes p-value (whole test set)",
+                   "geomean_p": "geometric-mean p-value (whole test set)",
+                   "fisher_p_reference_only": "Fisher p-value (reference procedure only)",
                    "proportion": "share of examples with p < {threshold:g}"}
 # Columns that tell lines apart when a frame stacks several reports.
 _OOD_LINE_COLUMNS = ("report", "model", "method", "calibration")
+# The study's (and the docs') model labels, spelled out, in fixed colours so figures compare.
+_OOD_MODELS = {"plain": ("plain fine-tuning", "tab:orange"), "masked": ("masked fine-tuning", "tab:blue")}
 
 
 def _stacked_reports(report) -> pd.DataFrame:
@@ -100,8 +104,19 @@ def _stacked_reports(report) -> pd.DataFrame:
                     f"(label -> report), got {type(report).__name__}.")
 
 
+def _ood_legend(label: str, rows: pd.DataFrame, stats: pd.DataFrame) -> tuple[str, dict]:
+    """Legend text and style of one line: the model spelled out, and what its band is."""
+    name, color = _OOD_MODELS.get(label, (label, None))
+    runs, what = int(stats["size"].max()), "runs"
+    if "seed" in rows.columns and rows["seed"].nunique() > 1:
+        runs, what = rows["seed"].nunique(), "seeds"
+    if runs > 1:
+        name = f"{name}: mean of {runs} {what}, band = their range"
+    return name, {} if color is None else {"color": color}
+
+
 def _ood_lines(frame: pd.DataFrame, statistic: str, threshold: float):
-    """``(label, per-ratio stats)`` per line; rows repeated per ratio (seeds) are pooled."""
+    """``(label, per-ratio stats, rows)`` per line; rows repeated per ratio (seeds) are pooled."""
     keys = [c for c in _OOD_LINE_COLUMNS if c in frame.columns and frame[c].nunique() > 1]
     named = next((c for c in _OOD_LINE_COLUMNS if c in frame.columns), None)
     groups = frame.groupby(keys, sort=False) if keys else [((), frame)]
@@ -116,17 +131,21 @@ def _ood_lines(frame: pd.DataFrame, statistic: str, threshold: float):
             # Dataset-level p-values repeat on every threshold's row: any one threshold will do.
             at = rows["threshold"] == rows["threshold"].iloc[0]
         stats = rows[at].groupby("ratio")[statistic].agg(["mean", "min", "max", "size"]).sort_index()
-        yield label, stats
+        yield label, stats, rows[at]
 
 
 def plot_in_distribution(report, ax=None, path=None, threshold: float = 0.05, statistic: str = "simes_p", *,
                          title: str | None = None):
     """Draw MaSF in-distribution p-values against the masking ratio, with a dashed line at ``threshold``.
 
-    The paper's reading (docs/ood.md): a line above the dashed 0.05 means
-    "cannot reject that the masked test set is in-distribution".  In the
-    paper, masked fine-tuned models mostly stay above it across the ratios,
-    while plain ones drop below it once tokens are masked.
+    The paper's figure: one line per model (plain and masked fine-tuning
+    side by side), the mean over seeds with the range over seeds shaded.
+    The reading (docs/ood.md): a line above the dashed 0.05 means "cannot
+    reject that the masked test set is in-distribution".  In the paper,
+    masked fine-tuned models mostly stay above it across the ratios, while
+    plain ones drop below it once tokens are masked.  Lines labelled
+    ``"plain"`` and ``"masked"`` (the study's labels) are spelled out in the
+    legend and drawn in fixed colours (orange, blue).
 
     Parameters
     ----------
@@ -135,7 +154,8 @@ def plot_in_distribution(report, ax=None, path=None, threshold: float = 0.05, st
         ``{label: report}`` mapping such as ``{"plain": rep0, "masked": rep1}``.
         In one frame, lines are told apart by the ``model``, ``method`` and
         ``calibration`` columns that vary; several rows for one line and ratio
-        (e.g. concatenated seeds) are averaged and their range shaded.
+        (e.g. concatenated seeds, with a ``seed`` column) are averaged and
+        their range shaded; the legend says how many.
     ax : matplotlib Axes, optional
         Draw here; default a new figure.
     path : str or path-like, optional
@@ -144,8 +164,9 @@ def plot_in_distribution(report, ax=None, path=None, threshold: float = 0.05, st
         Height of the dashed line; for ``statistic="proportion"`` also the
         threshold whose proportion is drawn (the dashed line is then the share
         expected for in-distribution data under ``calibration="calibrated"``).
-    statistic : {"simes_p", "fisher_p", "proportion"}, default="simes_p"
-        The paper plots the Simes p-value.
+    statistic : {"simes_p", "geomean_p", "fisher_p_reference_only", "proportion"}, default="simes_p"
+        The paper plots the Simes p-value; ``fisher_p_reference_only`` exists
+        in ``calibration="reference"`` reports only.
     title : str, optional
 
     Returns
@@ -177,9 +198,12 @@ def plot_in_distribution(report, ax=None, path=None, threshold: float = 0.05, st
         raise ValueError(f"report lacks column(s) {sorted(missing)}; expected in_distribution_report() rows.")
     lines = list(_ood_lines(frame, statistic, level))      # fail before a figure is made
     ax = _axes(ax)
-    for label, stats in lines:
-        _pooled_line(ax, stats, label=label, marker="o", markersize=3)
-    ax.axhline(level, label=f"level {level:g}", linewidth=1, **_BASELINE_STYLE)
+    for label, stats, rows in lines:
+        legend, style = _ood_legend(label, rows, stats)
+        _pooled_line(ax, stats, label=legend, marker="o", markersize=3, **style)
+    meaning = ("share expected for in-distribution data" if statistic == "proportion"
+               else "below: flagged out-of-distribution")
+    ax.axhline(level, label=f"{level:g} ({meaning})", linewidth=1, **_BASELINE_STYLE)
     ax.set_ylim(-0.02, 1.02)
     return _finish(ax, _OOD_STATISTICS[statistic].format(threshold=level), title, path)
 
@@ -284,6 +308,8 @@ def plot_erasure(summary, ax=None, path=None, *, title: str | None = None):
     if missing:
         raise ValueError(f"summary lacks column(s) {sorted(missing)}; expected erasure_metrics() summary rows.")
     keys = [c for c in _ERASURE_LINE_COLUMNS if c in frame.columns and frame[c].nunique() > 1]
+    if "report" in keys:  # a dict's labels already name its reports: keep what varies within one
+        keys = ["report"] + [c for c in keys[1:] if (frame.groupby("report")[c].nunique() > 1).any()]
     ax = _axes(ax)
     for key, rows in frame.groupby(keys + ["mode"], sort=False):
         values = key if isinstance(key, tuple) else (key,)
@@ -291,7 +317,7 @@ def plot_erasure(summary, ax=None, path=None, *, title: str | None = None):
         at_k = rows[rows["k"].map(lambda v: not isinstance(v, str))].sort_values("k")
         aopc = rows[rows["k"].map(lambda v: isinstance(v, str))]
         ks, mean = at_k["k"].to_numpy(dtype=float), at_k["mean"].to_numpy(dtype=float)
-        label = " / ".join(dict.fromkeys(map(str, values)))  # a dict's labels repeat its reports' model names
+        label = " / ".join(map(str, values))
         if len(aopc):
             flag = aopc["valid"].iloc[0]
             verdict = "not checked" if pd.isna(flag) else ("valid" if flag else "not valid")
@@ -301,12 +327,241 @@ def plot_erasure(summary, ax=None, path=None, *, title: str | None = None):
         ax.errorbar(ks, mean, yerr=err, fmt="none", ecolor=line.get_color(), alpha=0.5, capsize=2)
         colors = [_VALIDITY_COLORS[None if pd.isna(v) else bool(v)] for v in at_k["valid"]]
         ax.scatter(ks, mean, c=colors, edgecolors=line.get_color(), zorder=3, s=28)
+    from matplotlib.ticker import NullLocator, PercentFormatter
+
     ax.axhline(0.0, linewidth=0.8, **_BASELINE_STYLE)
-    ax.set_xscale("log")
-    ax.set_xlabel("k (share of eligible tokens in the rationale)")
+    ax.set_xscale("log")  # ERASER's k grid spans 1 % to 50 %
+    ax.set_xticks(sorted({float(v) for v in frame["k"] if not isinstance(v, str)}))
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("k (share of the eligible tokens in the rationale)")
     ax.set_ylabel("p(y | x) - p(y | perturbed x)")
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False, fontsize="small")
+    ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if title:
+        ax.set_title(title)
+    if path is not None:
+        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
+    return ax
+
+
+# --------------------------------------------------------------------------- studies (fmmlearn.study)
+
+__all__ += ["plot_faithfulness_grid", "plot_performance", "plot_racu", "plot_random_masking"]
+
+# Colours of the models of a study, in the order they appear (plain grey-blue, masked orange, ...).
+_MODEL_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown")
+
+
+def _model_colors(models) -> dict:
+    return {m: _MODEL_COLORS[i % len(_MODEL_COLORS)] for i, m in enumerate(models)}
+
+
+def _require(frame, columns, what: str) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"expected a DataFrame of {what}, got {type(frame).__name__}.")
+    missing = set(columns) - set(frame.columns)
+    if missing:
+        raise ValueError(f"the frame lacks column(s) {sorted(missing)}; expected {what}.")
+
+
+def _converged(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of converged runs only (a study's ``converged`` flag), when the frame has one."""
+    return frame[frame["converged"].astype(bool)] if "converged" in frame.columns else frame
+
+
+def plot_random_masking(curves, ax=None, path=None, *, title: str | None = None):
+    """Performance of each model while random tokens are masked, one line per model (seeds pooled).
+
+    A model fine-tuned with masking keeps most of its performance as more
+    tokens are masked; a plainly fine-tuned one usually collapses, because
+    masked inputs are new to it.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        Rows of :func:`fmmlearn.faithfulness.random_masking_curve` with a
+        ``model`` column, e.g. a study's ``curves`` (its ``random-masking``
+        rows are used).  Several rows per model and ratio (seeds) are
+        averaged and their range shaded; unconverged runs are left out.
+    ax : matplotlib Axes, optional
+    path : str or path-like, optional
+        Also save the figure there.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    _require(curves, ("model", "ratio", "value"), "random-masking curve rows with a model column")
+    frame = _converged(curves)
+    if "method" in frame.columns:
+        frame = frame[frame["method"] == "random-masking"]
+    if frame.empty:
+        raise ValueError("curves holds no random-masking rows.")
+    ax = _axes(ax)
+    colors = _model_colors(pd.unique(frame["model"]))
+    for model, rows in frame.groupby("model", sort=False):
+        stats = rows.groupby("ratio")["value"].agg(["mean", "min", "max", "size"]).sort_index()
+        _pooled_line(ax, stats, label=str(model), color=colors[model], marker="o", markersize=3)
+    metric = str(frame["metric"].iloc[0]) if "metric" in frame.columns else "value"
+    return _finish(ax, metric, title, path)
+
+
+def plot_faithfulness_grid(curves, path=None, *, models=None, methods=None, title: str | None = None):
+    """Faithfulness curves in small multiples: one row per model, one panel per importance measure.
+
+    Each panel shows the measure's curve (solid) and the ``rand`` curve on
+    the *same* test examples (dashed, see :func:`plot_faithfulness`); the
+    larger the area between them, the more faithful the measure (RACU).
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        A study's ``curves``: columns ``model``, ``method``, ``subset``,
+        ``ratio``, ``value`` (seeds pooled, unconverged runs left out).
+    path : str or path-like, optional
+        Also save the figure there.
+    models, methods : sequence of str, optional
+        Rows and columns, in order; default all (``rand`` and
+        ``random-masking`` are never panels).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    _require(curves, ("model", "method", "subset", "ratio", "value"), "a study's curves")
+    frame = _converged(curves)
+    models = list(pd.unique(frame["model"])) if models is None else list(models)
+    if methods is None:
+        methods = [m for m in pd.unique(frame["method"]) if m not in ("rand", "random-masking")]
+    if not models or not methods:
+        raise ValueError("curves holds no faithfulness curve of a measure other than rand.")
+    fig, axes = plt.subplots(len(models), len(methods), figsize=(2.7 * len(methods) + 0.6, 2.4 * len(models) + 0.5),
+                             sharex=True, sharey=True, squeeze=False)
+    metric = str(frame["metric"].iloc[0]) if "metric" in frame.columns else "value"
+    for i, model in enumerate(models):
+        for j, method in enumerate(methods):
+            ax = axes[i, j]
+            own = frame[(frame["model"] == model) & (frame["method"] == method)]
+            if own.empty:
+                ax.set_axis_off()
+                continue
+            subset = own["subset"].iloc[0]
+            panel = frame[(frame["model"] == model) & (frame["subset"] == subset)
+                          & frame["method"].isin([method, "rand"])]
+            plot_faithfulness(panel, ax=ax)
+            ax.get_legend().remove()
+            n = int(own["n_examples"].iloc[0]) if "n_examples" in own.columns else None
+            ax.set_title(f"{method}" + (f"  (n={n})" if n else ""), fontsize="medium")
+            ax.set_xlabel("masked share" if i == len(models) - 1 else "")
+            ax.set_ylabel(f"{model}\n{metric}" if j == 0 else "")
+    handles = [plt.Line2D([], [], color="tab:blue", marker="o", markersize=3, label="importance measure"),
+               plt.Line2D([], [], label="rand (same examples)", **_BASELINE_STYLE)]
+    fig.legend(handles=handles, loc="upper right", ncol=2, frameon=False, fontsize="small")
+    if title:
+        fig.suptitle(title, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    if path is not None:
+        fig.savefig(path, dpi=150, bbox_inches="tight")
+    return fig
+
+
+def plot_racu(summary, ax=None, path=None, *, title: str | None = None):
+    """RACU of each importance measure and model, with its confidence interval.
+
+    0 is random (the ``rand`` baseline); 1 means masking the measure's top
+    tokens drops performance at once to the fully-masked level.  The more
+    faithful a measure, the further right.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        A study's ``racu_summary`` (or ``racu``): columns ``model``,
+        ``method``, ``racu``, ``racu_low``, ``racu_high``; several rows per
+        model and measure (seeds) are averaged.
+    ax : matplotlib Axes, optional
+    path : str or path-like, optional
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    _require(summary, ("model", "method", "racu", "racu_low", "racu_high"), "RACU rows")
+    frame = _converged(summary).groupby(["model", "method"], sort=False)[["racu", "racu_low", "racu_high"]].mean()
+    frame = frame.reset_index()
+    methods = list(pd.unique(frame["method"]))
+    models = list(pd.unique(frame["model"]))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 0.45 * len(methods) * max(1, len(models)) ** 0.5 + 1.2))
+    colors = _model_colors(models)
+    offsets = np.linspace(-0.18, 0.18, len(models)) if len(models) > 1 else [0.0]
+    for offset, model in zip(offsets, models):
+        rows = frame[frame["model"] == model].set_index("method").reindex(methods)
+        y = np.arange(len(methods)) + offset
+        err = np.abs(np.vstack([rows["racu"] - rows["racu_low"], rows["racu_high"] - rows["racu"]]))
+        ax.errorbar(rows["racu"], y, xerr=np.nan_to_num(err), fmt="o", color=colors[model], label=str(model),
+                    capsize=3, markersize=5)
+    ax.axvline(0, label="random", linewidth=1, **_BASELINE_STYLE)
+    ax.set_yticks(np.arange(len(methods)), methods)
+    ax.invert_yaxis()
+    ax.set_xlabel("RACU (0 = random, 1 = drops at once)")
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(frameon=False, fontsize="small", loc="best")
+    if title:
+        ax.set_title(title)
+    if path is not None:
+        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
+    return ax
+
+
+def plot_performance(performance, ax=None, path=None, *, title: str | None = None):
+    """Clean test performance of each model: a bar per model, its CI, and a dot per seed.
+
+    Parameters
+    ----------
+    performance : pandas.DataFrame
+        A study's ``performance``: columns ``model``, ``value``, ``low``,
+        ``high`` (one row per seed); unconverged runs are drawn hollow.
+    ax : matplotlib Axes, optional
+    path : str or path-like, optional
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    _require(performance, ("model", "value", "low", "high"), "a study's performance rows")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(1.3 * performance["model"].nunique() + 2.2, 3.0))
+    models = list(pd.unique(performance["model"]))
+    colors = _model_colors(models)
+    for x, model in enumerate(models):
+        rows = performance[performance["model"] == model]
+        kept = _converged(rows)
+        mean = kept["value"].mean() if len(kept) else np.nan
+        low, high = kept["low"].mean(), kept["high"].mean()
+        ax.bar(x, mean, width=0.6, color=colors[model], alpha=0.35)
+        ax.errorbar(x, mean, yerr=[[mean - low], [high - mean]], color=colors[model], capsize=4)
+        for value, ok in zip(rows["value"], rows.get("converged", pd.Series(True, index=rows.index))):
+            ax.plot(x, value, "o", color=colors[model], markerfacecolor=colors[model] if ok else "white")
+        ax.annotate(f"{mean:.3f}", (x, high), textcoords="offset points", xytext=(0, 4), ha="center",
+                    fontsize="small")
+    ax.set_xticks(range(len(models)), models)
+    metric = str(performance["metric"].iloc[0]) if "metric" in performance.columns else "value"
+    ax.set_ylabel(f"test {metric} (unmasked)")
+    ax.set_ylim(0, min(1.05, max(1.0, float(performance["high"].max()) + 0.1)))
+    ax.grid(alpha=0.3, axis="y")
     if title:
         ax.set_title(title)
     if path is not None:

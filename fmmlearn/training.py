@@ -1,16 +1,19 @@
 """Masked fine-tuning as a skorch net (Madsen et al., 2024; docs/classifier.md).
 
 :class:`MaskedFineTuningNet` is a :class:`skorch.NeuralNet` whose data
-loaders group examples of similar length (dynamic padding) and whose training
-collate function masks each freshly drawn batch with the chosen strategy.
+loaders pad per batch (training batches grouped by length, or uniformly
+shuffled like the reference's) and whose training collate function masks
+each freshly drawn batch with the chosen strategy.
 Validation batches are never masked on the fly: the ``"masked"`` part of the
 validation set is a copy masked once, before the first epoch, as in the paper.
 Small callbacks add the selection metric, best-epoch restore and the
-warm-up/decay learning-rate schedule.
+warm-up/decay learning-rate schedule (counted in steps, or the reference's
+schedule counted in examples).
 """
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import Callable
 
@@ -22,25 +25,35 @@ from skorch.helper import predefined_split
 from skorch.utils import TeeGenerator
 from torch.utils.data import DataLoader, Dataset
 
+from .distributed import AcceleratedTrainingMixin
 from .encoding import Encoding, collate, length_grouped_batches
 from .masking import mask_training_batch, maskable_positions, random_max_masking
 from .modeling import autocast, logits_of
 
 __all__ = [
+    "LR_SCHEDULES",
+    "AcceleratedMaskedFineTuningNet",
     "BestEpochRestorer",
     "EncodedDataset",
     "LengthGroupedBatchSampler",
     "MaskedFineTuningNet",
     "SelectionMetric",
+    "UniformBatchSampler",
     "build_callbacks",
     "concat_encodings",
     "history_frame",
     "linear_warmup_decay",
+    "lr_multiplier",
     "make_net",
     "mask_encoding",
     "no_decay_param_groups",
     "random_masker",
+    "reference_warmup_decay",
+    "training_batch_sampler",
 ]
+
+#: Values of ``FaithfulTextClassifier(lr_schedule=...)`` (docs/classifier.md).
+LR_SCHEDULES = ("linear", "reference")
 
 
 # --------------------------------------------------------------------------- data
@@ -84,6 +97,45 @@ class LengthGroupedBatchSampler:
 
     def __len__(self) -> int:
         return -(-len(self.lengths) // self.batch_size)
+
+
+class UniformBatchSampler:
+    """The reference's batch order: a fresh uniform permutation per epoch, cut into consecutive batches.
+
+    Batch membership is independent of length (unlike
+    :class:`LengthGroupedBatchSampler`); padding is still per batch.  Same
+    constructor as :class:`LengthGroupedBatchSampler`; without ``shuffle``
+    the examples come in input order.
+    """
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, shuffle: bool, generator: np.random.Generator):
+        self.lengths = np.asarray(lengths)
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.generator = generator
+
+    def __iter__(self):
+        n = len(self.lengths)
+        order = self.generator.permutation(n) if self.shuffle else np.arange(n)
+        for start in range(0, n, self.batch_size):
+            yield order[start : start + self.batch_size]
+
+    def __len__(self) -> int:
+        return -(-len(self.lengths) // self.batch_size)
+
+
+def training_batch_sampler(lengths, batch_size: int, generator: np.random.Generator, *, group_by_length: bool = True):
+    """The batch sampler of masked fine-tuning, one ``iter()`` per epoch (shared with MaSF calibration).
+
+    ``group_by_length=True`` draws length-grouped batches
+    (:class:`LengthGroupedBatchSampler`, less padding); ``False`` draws
+    uniformly shuffled ones like the paper's reference code
+    (:class:`UniformBatchSampler`).  :func:`fmmlearn.ood.mask_like_training`
+    calls this with the estimator's setting, so calibration batches are
+    the training batches.
+    """
+    kind = LengthGroupedBatchSampler if group_by_length else UniformBatchSampler
+    return kind(lengths, batch_size, shuffle=True, generator=generator)
 
 
 def mask_encoding(encoding: Encoding, mask_fn: Callable, pad_token_id: int, batch_size: int = 256) -> Encoding:
@@ -155,6 +207,79 @@ def linear_warmup_decay(total_steps: int, warmup_ratio: float) -> Callable[[int]
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
 
     return multiplier
+
+
+def reference_warmup_decay(total_examples: int, warmup_ratio: float) -> Callable[[int], float]:
+    """The paper's reference schedule, bug for bug: :func:`linear_warmup_decay` with ``S`` counted in examples.
+
+    The reference code passes ``S = max_epochs * n_train_examples`` where the
+    number of optimisation steps was meant, so with batches of ``B`` only
+    ``S / B`` steps run and the learning rate climbs linearly for the first
+    ``W = int(warmup_ratio * S)`` of them -- about ``warmup_ratio * B`` of the
+    run (96 % for the paper's 0.06 and 16) -- then barely decays.  Its second
+    quirk is kept too: with ``W = 0`` (``S < 1 / warmup_ratio``) the
+    multiplier is the step number ``s`` itself, so the learning rate grows as
+    ``lr * s``; a warning says so.  For parity only (docs/classifier.md).
+
+    Parameters
+    ----------
+    total_examples : int
+        ``S = max_epochs * n_train_examples``.
+    warmup_ratio : float
+
+    Returns
+    -------
+    callable
+        ``step -> multiplier`` for :class:`torch.optim.lr_scheduler.LambdaLR`.
+    """
+    warmup = int(warmup_ratio * total_examples)
+    if warmup == 0:
+        warnings.warn(
+            f"lr_schedule='reference' with S = max_epochs * n_train_examples = {total_examples} and warmup_ratio="
+            f"{warmup_ratio:g} gives W = 0 warm-up steps, where the reference schedule returns lr * step (the "
+            "learning rate grows without bound); use lr_schedule='linear' unless you need this quirk.",
+            UserWarning, stacklevel=3)
+
+        def step_itself(step: int) -> float:
+            return float(step)
+
+        return step_itself
+    return linear_warmup_decay(total_examples, warmup_ratio)
+
+
+def lr_multiplier(schedule: str, *, max_epochs: int, n_train_examples: int, batch_size: int,
+                  warmup_ratio: float, steps_per_epoch: int | None = None) -> Callable[[int], float]:
+    """The learning-rate multiplier per optimisation step of one fit (docs/classifier.md).
+
+    Parameters
+    ----------
+    schedule : {"linear", "reference"}
+        ``"linear"``: warm-up over ``warmup_ratio`` of the optimisation steps,
+        ``S = max_epochs * ceil(n_train_examples / batch_size)``, then linear
+        decay to 0 (:func:`linear_warmup_decay`).  ``"reference"``: the
+        reference code's schedule with ``S = max_epochs * n_train_examples``
+        (:func:`reference_warmup_decay`).
+    max_epochs, n_train_examples, batch_size : int
+    warmup_ratio : float
+    steps_per_epoch : int, optional
+        Optimisation steps per epoch of ``"linear"``; default
+        ``ceil(n_train_examples / batch_size)``.  Data-parallel training and
+        gradient accumulation take fewer
+        (:func:`fmmlearn.distributed.optimizer_steps_per_epoch`).
+
+    Returns
+    -------
+    callable
+        ``step -> multiplier``; the learning rate of step ``s`` (from 0) is
+        ``lr * multiplier(s)``.
+    """
+    if schedule == "reference":
+        return reference_warmup_decay(max_epochs * n_train_examples, warmup_ratio)
+    if schedule != "linear":
+        raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {schedule!r}.")
+    if steps_per_epoch is None:
+        steps_per_epoch = -(-n_train_examples // batch_size)
+    return linear_warmup_decay(max_epochs * steps_per_epoch, warmup_ratio)
 
 
 def no_decay_param_groups() -> list:
@@ -262,6 +387,13 @@ class MaskedFineTuningNet(NeuralNet):
         Seeds the batch order and masking generators.
     autocast_dtype : torch.dtype or None
         Mixed-precision dtype (bf16/fp16) or ``None`` for fp32.
+    group_by_length : bool, default=True
+        Training batches of similar length (less padding) or uniformly
+        shuffled ones, as in the reference (:func:`training_batch_sampler`).
+    mask_seed : int, optional
+        Seed of the masking generator alone; default ``seed``.  Each process
+        of a data-parallel fit masks from its own
+        (:func:`fmmlearn.distributed.process_seed`) while all share the batch order.
     **kwargs
         Passed to :class:`skorch.NeuralNet`.
     """
@@ -276,6 +408,8 @@ class MaskedFineTuningNet(NeuralNet):
         max_masking_ratio: float = 1.0,
         seed: int = 0,
         autocast_dtype=None,
+        group_by_length: bool = True,
+        mask_seed: int | None = None,
         **kwargs,
     ):
         super().__init__(module, **kwargs)
@@ -285,18 +419,26 @@ class MaskedFineTuningNet(NeuralNet):
         self.max_masking_ratio = max_masking_ratio
         self.seed = seed
         self.autocast_dtype = autocast_dtype
+        self.group_by_length = group_by_length
+        self.mask_seed = mask_seed
 
     def initialize(self):
         super().initialize()
         self.order_rng_ = np.random.default_rng(self.seed)
-        self.mask_rng_ = torch.Generator(device="cpu").manual_seed(self.seed)
+        self.mask_rng_ = torch.Generator(device="cpu").manual_seed(self.seed if self.mask_seed is None
+                                                                   else self.mask_seed)
         use_scaler = self.autocast_dtype == torch.float16
         self.grad_scaler_ = torch.amp.GradScaler("cuda") if use_scaler else None
         return self
 
     # ---- data loading: length grouping, dynamic padding, masking of training batches
     def get_iterator(self, dataset, training=False):
-        sampler = LengthGroupedBatchSampler(dataset.encoding.lengths, self.batch_size, training, self.order_rng_)
+        lengths = dataset.encoding.lengths
+        if training:
+            sampler = training_batch_sampler(lengths, self.batch_size, self.order_rng_,
+                                             group_by_length=self.group_by_length)
+        else:   # evaluation order does not change any result: longest first, least padding
+            sampler = LengthGroupedBatchSampler(lengths, self.batch_size, False, self.order_rng_)
         return DataLoader(dataset, batch_sampler=sampler, collate_fn=partial(self._collate, dataset, training))
 
     def _collate(self, dataset: EncodedDataset, training: bool, indices: list):
@@ -344,6 +486,16 @@ class MaskedFineTuningNet(NeuralNet):
         return step
 
 
+class AcceleratedMaskedFineTuningNet(AcceleratedTrainingMixin, MaskedFineTuningNet):
+    """:class:`MaskedFineTuningNet` trained data-parallel by Hugging Face Accelerate (docs/scaling.md).
+
+    Each process trains on its disjoint share of every epoch's (length-grouped)
+    batches, masked from its own stream (``mask_seed``); see
+    :class:`fmmlearn.distributed.AcceleratedTrainingMixin`.  Built by
+    :func:`make_net` when given an ``accelerator``.
+    """
+
+
 def build_callbacks(
     *,
     total_steps: int,
@@ -352,12 +504,17 @@ def build_callbacks(
     metric,
     n_classes: int,
     verbose: int,
+    lr_lambda: Callable[[int], float] | None = None,
 ) -> list:
-    """The callbacks of a masked fine-tuning run, in the order they must run."""
+    """The callbacks of a masked fine-tuning run, in the order they must run.
+
+    ``lr_lambda`` (e.g. from :func:`lr_multiplier`) replaces the default
+    ``linear_warmup_decay(total_steps, warmup_ratio)``.
+    """
     callbacks = [
         ("lr_schedule", LRScheduler(
             policy=torch.optim.lr_scheduler.LambdaLR,
-            lr_lambda=linear_warmup_decay(total_steps, warmup_ratio),
+            lr_lambda=lr_lambda if lr_lambda is not None else linear_warmup_decay(total_steps, warmup_ratio),
             step_every="batch",
         )),
     ]
@@ -390,18 +547,41 @@ def make_net(
     metric,
     n_classes: int,
     verbose: int,
+    lr_schedule: str = "linear",
+    group_by_length: bool = True,
+    accelerator=None,
 ) -> MaskedFineTuningNet:
-    """Assemble the skorch net for one fit (AdamW, schedule, selection, progress)."""
+    """Assemble the skorch net for one fit (AdamW, schedule, selection, progress).
+
+    ``lr_schedule`` is ``"linear"`` or ``"reference"`` (:func:`lr_multiplier`);
+    ``group_by_length`` picks the training batch order
+    (:func:`training_batch_sampler`).  With an ``accelerate.Accelerator`` the
+    net is an :class:`AcceleratedMaskedFineTuningNet` (data-parallel, docs/scaling.md):
+    the schedule counts this process's optimisation steps, and Accelerate's
+    mixed precision replaces ``autocast_dtype``.
+    """
     steps_per_epoch = -(-len(train_dataset) // batch_size)
+    net_class, options = MaskedFineTuningNet, {"device": str(device), "autocast_dtype": autocast_dtype}
+    if accelerator is not None:
+        from .distributed import accelerated_net_options, optimizer_steps_per_epoch
+
+        if len(train_dataset) < accelerator.num_processes:
+            raise ValueError(f"{len(train_dataset)} training examples cannot be shared by "
+                             f"{accelerator.num_processes} processes; data-parallel training needs at least one each.")
+        steps_per_epoch = optimizer_steps_per_epoch(steps_per_epoch, accelerator.num_processes,
+                                                    accelerator.gradient_accumulation_steps)
+        net_class, options = AcceleratedMaskedFineTuningNet, accelerated_net_options(accelerator, seed)
     has_valid = valid_dataset is not None
-    return MaskedFineTuningNet(
+    schedule = lr_multiplier(lr_schedule, max_epochs=max_epochs, n_train_examples=len(train_dataset),
+                             batch_size=batch_size, warmup_ratio=warmup_ratio, steps_per_epoch=steps_per_epoch)
+    return net_class(
         model,
         mask_token_id=mask_token_id,
         pad_token_id=pad_token_id,
         masking_strategy=masking_strategy,
         max_masking_ratio=max_masking_ratio,
         seed=seed,
-        autocast_dtype=autocast_dtype,
+        group_by_length=group_by_length,
         criterion=torch.nn.CrossEntropyLoss,
         optimizer=torch.optim.AdamW,
         optimizer__weight_decay=weight_decay,
@@ -419,9 +599,10 @@ def make_net(
             metric=metric if has_valid else None,
             n_classes=n_classes,
             verbose=verbose,
+            lr_lambda=schedule,
         ),
-        device=str(device),
         verbose=max(0, int(verbose) - 1),
+        **options,
     )
 
 

@@ -15,9 +15,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fmmlearn"
 LAYERS = {
     # base: no fmmlearn feature logic below these
     "_version": 0, "_lazy": 0, "_random": 0, "_validation": 0, "_bootstrap": 0, "_labels": 0, "_protocols": 0,
-    "exceptions": 0, "metrics": 0, "datasets": 0, "encoding": 0, "plotting": 0,
+    "exceptions": 0, "_warnings": 0, "_warnings": 0, "metrics": 0, "datasets": 0, "encoding": 0, "plotting": 0,
     # runtime and masking rules
-    "masking": 1, "modeling": 1,
+    "masking": 1, "modeling": 1, "distributed": 1, "distributed": 1,
     # measures and the training loop
     "importance": 2, "training": 2, "_persistence": 2,
     "explanation": 3, "_explanation_data": 3, "html": 3,  # html renders explanations (needs the measure registry)

@@ -189,3 +189,143 @@ def test_split_keeps_supporting_facts_aligned():
 def test_invalid_arguments_are_rejected(kwargs, error):
     with pytest.raises(error, match=next(iter(kwargs))):
         make_babi(**{"task": 1, "n_samples": 5, **kwargs})
+
+
+# -- Facebook's original bAbI (load_babi(source="facebook")) on local fixtures in its formats --------------
+
+
+def babi_stories(frame):
+    """The generator's examples as Facebook's stories: numbered statements with the questions in between."""
+    stories = []
+    for _, rows in frame.groupby("story", sort=False):
+        sentences = re.split(r"(?<=\.) ", rows["paragraph"].iloc[-1])
+        story = {"id": [], "type": [], "text": [], "supporting_ids": [], "answer": []}
+        line_of, written = {}, 0
+        for row in rows.itertuples():
+            for sentence in re.split(r"(?<=\.) ", row.paragraph)[written:]:
+                line_of[written] = str(len(story["id"]) + 1)
+                for key, value in zip(story, (line_of[written], 0, sentence, [], "")):
+                    story[key].append(value)
+                written += 1
+            assert sentences[:written] == re.split(r"(?<=\.) ", row.paragraph)
+            for key, value in zip(story, (str(len(story["id"]) + 1), 1, row.question,
+                                          [line_of[j] for j in row.supporting_facts], row.label)):
+                story[key].append(value)
+        stories.append(story)
+    return stories
+
+
+def babi_text(stories):
+    """Stories in the layout of Facebook's .txt files (question lines: text, tab, answer, tab, supporting ids)."""
+    lines = []
+    for story in stories:
+        for line_id, kind, text, support, answer in zip(*story.values()):
+            lines.append(f"{line_id} {text}" if kind == 0 else f"{line_id} {text} \t{answer}\t{' '.join(support)}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def facebook_like():
+    """50 train and 10 test examples of task 2, as the generator makes them (the expected result)."""
+    return {"train": make_babi(2, 50, random_state=11).frame, "test": make_babi(2, 10, random_state=12).frame}
+
+
+def assert_same_examples(bunch, frame):
+    got = bunch.frame.reset_index(drop=True)
+    for column in ("paragraph", "question", "label", "supporting_facts", "supporting_spans"):
+        assert got[column].tolist() == frame[column].tolist(), column
+    assert got["story"].tolist() == frame["story"].tolist()          # story ids of the source split
+
+
+def test_facebook_text_files_give_the_generators_example_structure(tmp_path, facebook_like):
+    from fmmlearn.datasets import load_babi
+
+    folder = tmp_path / "tasks_1-20_v1-2" / "en-10k"
+    folder.mkdir(parents=True)
+    for split, frame in facebook_like.items():
+        (folder / f"qa2_two-supporting-facts_{split}.txt").write_text(babi_text(babi_stories(frame)))
+    # Another set and another task in the same archive must not be picked up.
+    (tmp_path / "tasks_1-20_v1-2" / "en").mkdir()
+    (tmp_path / "tasks_1-20_v1-2" / "en" / "qa2_two-supporting-facts_train.txt").write_text("1 Mary moved.\n")
+    (folder / "qa1_single-supporting-fact_train.txt").write_text("1 John went to the office.\n")
+    dataset = load_babi(2, source="facebook", data_dir=tmp_path)
+    assert [len(dataset[s].data) for s in ("train", "validation", "test")] == [40, 10, 10]   # 80/20 of train
+    assert_same_examples(dataset.train, facebook_like["train"].iloc[:40])
+    assert_same_examples(dataset.validation, facebook_like["train"].iloc[40:].reset_index(drop=True))
+    assert_same_examples(dataset.test, facebook_like["test"])
+    assert dataset.test.target_names == LOCATIONS and dataset.primary_metric == "micro_f1"
+    assert "Facebook's bAbI en-10k qa2" in dataset.test.DESCR
+    for (paragraph, question), answer, facts in zip(dataset.test.data, dataset.test.target,
+                                                    dataset.test.supporting_facts):
+        assert simulate(2, paragraph, question)[1] == (answer, facts)      # the independent reader agrees
+
+
+def hub_dataset(stories):
+    """Stories as a datasets.Dataset with the features of facebook/babi_qa."""
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features({"story": datasets.Sequence({
+        "id": datasets.Value("string"), "type": datasets.ClassLabel(names=["context", "question"]),
+        "text": datasets.Value("string"), "supporting_ids": datasets.Sequence(datasets.Value("string")),
+        "answer": datasets.Value("string")})})
+    return datasets.Dataset.from_dict({"story": stories}, features=features)
+
+
+def test_facebook_through_datasets_load_dataset(monkeypatch, facebook_like):
+    datasets = pytest.importorskip("datasets")
+    from fmmlearn.datasets import load_babi
+
+    calls = []
+
+    def load_dataset(path, name=None, split=None, **kwargs):
+        calls.append((path, name, split))
+        return hub_dataset(babi_stories(facebook_like[split]))
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    dataset = load_babi(2, source="facebook", cache_dir="/tmp/babi-cache")
+    assert calls == [("facebook/babi_qa", "en-10k-qa2", "train"), ("facebook/babi_qa", "en-10k-qa2", "test")]
+    assert_same_examples(dataset.train, facebook_like["train"].iloc[:40])
+    assert_same_examples(dataset.test, facebook_like["test"])
+    generated = load_babi(2, "test")                   # both sources: the same Bunch layout
+    assert list(generated.frame.columns) == list(dataset.test.frame.columns)
+    assert generated.feature_names == dataset.test.feature_names and generated.segments == dataset.test.segments
+
+
+def test_facebook_in_the_hubs_parquet_layout(tmp_path, facebook_like):
+    from fmmlearn.datasets import load_babi
+
+    for split, frame in facebook_like.items():
+        path = tmp_path / "en-10k-qa2" / f"{split}-00000-of-00001.parquet"
+        path.parent.mkdir(exist_ok=True)
+        hub_dataset(babi_stories(frame)).to_parquet(str(path))
+    test = load_babi(2, "test", source="facebook", data_dir=tmp_path)
+    assert_same_examples(test, facebook_like["test"])
+    files = load_babi(2, "test", data_files={"test": str(tmp_path / "en-10k-qa2" / "test-00000-of-00001.parquet")})
+    assert_same_examples(files, facebook_like["test"])  # local files mean Facebook's data
+
+
+def test_facebook_offline_without_a_cache_says_what_to_do(monkeypatch, tmp_path):
+    pytest.importorskip("datasets")
+    from fmmlearn.datasets import DatasetUnavailableError, load_babi
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    with pytest.raises(DatasetUnavailableError, match=r"'facebook/babi_qa', configuration 'en-10k-qa1'.*"
+                                                      r"source='generated'.*HF_DATASETS_OFFLINE=0.*data_dir="):
+        load_babi(1, "test", source="facebook", cache_dir=tmp_path)
+
+
+def test_babi_source_arguments_are_checked(tmp_path):
+    from fmmlearn.datasets import load_babi, load_paper_dataset
+
+    with pytest.raises(ValueError, match="source must be one of"):
+        load_babi(1, source="tfds")
+    with pytest.raises(ValueError, match="source='generated' ignores data_files"):
+        load_babi(1, source="generated", data_files={"test": tmp_path / "x.txt"})
+    with pytest.raises(ValueError, match="only applies to bAbI"):
+        load_paper_dataset("sst2", source="facebook")
+    with pytest.raises(ValueError, match="task must be 1, 2 or 3"):
+        load_babi(4)
+    bad = tmp_path / "qa1_single-supporting-fact_test.txt"
+    bad.write_text("1 Mary moved to the office.\n2 Where is Mary? \toffice\t7\n")
+    with pytest.raises(ValueError, match=r"supporting line\(s\) \['7'\] that are not statements"):
+        load_babi(1, "test", source="facebook", data_dir=tmp_path)

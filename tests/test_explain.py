@@ -113,7 +113,7 @@ def test_sentence_pairs_first_segment_or_all(fitted_pairs):
 
 def test_truncation_is_flagged_and_mask_tokens_are_not_re_masked(fitted_tiny):
     clf = copy.copy(fitted_tiny)
-    clf.max_length = 6
+    clf.max_length = clf.max_length_ = 6  # max_length_ is what a fitted model reads
     with pytest.warns(UserWarning, match="truncated"):
         frame = explain(clf, ["a b c d e f g h", "fine"], method="loo-sign")
     assert frame.groupby("example")["truncated"].first().tolist() == [True, False]

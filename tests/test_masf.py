@@ -6,7 +6,7 @@ from scipy import stats
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from fmmlearn.ood import MaSF, empirical_cdf, fisher_pvalue, simes_pvalue, summarize_pvalues
+from fmmlearn.ood import MaSF, empirical_cdf, fisher_pvalue, geometric_mean_pvalue, simes_pvalue, summarize_pvalues
 
 # Tiny calibration sets in parity tests cannot reach p < 0.05; that warning is expected there.
 pytestmark = pytest.mark.filterwarnings("ignore:The level-3 fold has only:UserWarning")
@@ -61,8 +61,8 @@ def test_reference_procedure_is_anti_conservative(gaussian):
     masf = MaSF(calibration="reference").fit(gaussian[0][:1000])
     p = masf.pvalues(gaussian[1][:1000])
     assert np.mean(p < 0.05) > 0.25 and np.mean(p < 0.01) > 0.1
-    summary = summarize_pvalues(p).iloc[0]           # and the whole (in-distribution) set is rejected
-    assert summary["simes_p"] < 0.05 and summary["fisher_p"] < 1e-6
+    summary = summarize_pvalues(p, calibration="reference").iloc[0]   # and the whole in-distribution set is rejected
+    assert summary["simes_p"] < 0.05 and summary["fisher_p_reference_only"] < 1e-6
 
 
 # -- degenerate features (SPEC.md 9) -------------------------------------------------------------------
@@ -223,18 +223,99 @@ def test_fisher_pvalue_by_hand():
     assert fisher_pvalue([1.0, 1.0]) == pytest.approx(1.0)
 
 
+def test_geometric_mean_pvalue_by_hand():
+    p = np.array([0.001, 0.002, 0.004])
+    assert geometric_mean_pvalue(p) == pytest.approx(np.e * 0.002)            # (1e-3 * 2e-3 * 4e-3)^(1/3) = 2e-3
+    statistic = -2 * np.sum(np.log(p))                                       # a monotone function of Fisher's
+    assert geometric_mean_pvalue(p) == pytest.approx(np.e * np.exp(-statistic / (2 * p.size)))
+    assert geometric_mean_pvalue([0.0, 0.9]) == 0.0
+    assert geometric_mean_pvalue([0.5, 0.9]) == 1.0                          # clipped
+
+
 def test_summarize_pvalues_columns_and_values():
     p = np.array([0.0005, 0.004, 0.02, 0.05, 0.3, 0.9, 1.0, 0.07])
-    summary = summarize_pvalues(p, reference_fisher=True)
-    assert list(summary.columns) == ["threshold", "proportion", "simes_p", "fisher_p", "fisher_p_reference"]
+    summary = summarize_pvalues(p)
+    assert list(summary.columns) == ["threshold", "proportion", "simes_p", "geomean_p"]
     np.testing.assert_allclose(summary["threshold"], [0.001, 0.005, 0.01, 0.05, 0.1])
     np.testing.assert_allclose(summary["proportion"], [1 / 8, 2 / 8, 2 / 8, 3 / 8, 5 / 8])   # strict p < t
     assert summary["simes_p"].iloc[0] == pytest.approx(0.0005 * 8)
-    statistic = -2 * np.sum(np.log(p))
-    assert summary["fisher_p"].iloc[0] == pytest.approx(stats.chi2.sf(statistic, df=16))
-    reference = stats.chi2.cdf(-2 * np.sum(np.log(p + 1e-8)), df=16)     # the reference's CDF bug
-    assert summary["fisher_p_reference"].iloc[0] == pytest.approx(reference)
-    assert "fisher_p_reference" not in summarize_pvalues(p).columns
+    assert summary["geomean_p"].iloc[0] == pytest.approx(min(1, np.e * stats.gmean(p)))
+    reference = summarize_pvalues(p, calibration="reference")
+    assert list(reference.columns) == ["threshold", "proportion", "simes_p", "geomean_p", "fisher_p_reference_only"]
+    statistic = -2 * np.sum(np.log(p + 1e-8))                                # the reference's statistic
+    assert reference["fisher_p_reference_only"].iloc[0] == pytest.approx(stats.chi2.sf(statistic, df=16))
+    with pytest.raises(ValueError, match="calibration must be one of"):
+        summarize_pvalues(p, calibration="paper")
+
+
+def conformal_pvalue_sets(rng, n_repeats, n_calibration, n_test):
+    """In-distribution test sets scored against one shared calibration set each: dependent conformal p-values."""
+    calibration = np.sort(rng.standard_normal((n_repeats, n_calibration)), axis=1)
+    test = rng.standard_normal((n_repeats, n_test))
+    at_least = n_calibration - np.stack([np.searchsorted(c, t) for c, t in zip(calibration, test)])
+    return (1 + at_least) / (n_calibration + 1)
+
+
+def test_dataset_level_combinations_under_shared_calibration():
+    """Per-example p-values sharing the calibration references are dependent (docs/ood.md).
+
+    Fisher's chi-square combination assumes independence and rejects a whole
+    in-distribution set far more often than 5 %; the combinations the
+    calibrated report shows (Simes, e x geometric mean) stay at or below 5 %.
+    """
+    p = conformal_pvalue_sets(np.random.default_rng(0), n_repeats=1000, n_calibration=100, n_test=1000)
+    assert np.mean(p < 0.05) == pytest.approx(0.05, abs=0.005)             # each p-value is valid ...
+    fisher = np.array([fisher_pvalue(row) for row in p])
+    assert np.mean(fisher <= 0.05) > 0.12                                     # ... their Fisher combination is not
+    for combine in (simes_pvalue, geometric_mean_pvalue):
+        combined = np.array([combine(row) for row in p])
+        assert np.mean(combined <= 0.05) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / len(p)), combine.__name__
+
+
+def correlated_copies(rng, n, repeats, layers=2, hidden=48, rho=0.5):
+    """``repeats`` copies of ``n`` examples: a shared per-example component plus per-copy noise (unit variance)."""
+    shared = rng.standard_normal((n, layers, hidden), dtype=np.float32)
+    return np.concatenate([np.float32(np.sqrt(rho)) * shared + np.float32(np.sqrt(1 - rho))
+                           * rng.standard_normal((n, layers, hidden), dtype=np.float32) for _ in range(repeats)])
+
+
+def test_groups_keep_the_copies_of_an_example_in_one_fold():
+    rng = np.random.default_rng(4)
+    n, repeats = 2000, 3
+    groups = np.tile(np.arange(n), repeats)           # copy k of example i is row k * n + i (calibration_features)
+    masf = MaSF(random_state=0).fit(correlated_copies(rng, n, repeats), groups=groups)
+    fold_of_row = np.empty(n * repeats, dtype=int)
+    for k, fold in enumerate(masf.fold_indices_):
+        fold_of_row[fold] = k
+    assert (fold_of_row.reshape(repeats, n) == fold_of_row[:n]).all()       # every copy in its example's fold
+    assert [len(f) for f in masf.fold_indices_] == [3 * 667, 3 * 666, 3 * 667]
+    # Fresh in-distribution examples (one copy each) get p <= 0.05 at the nominal rate.
+    p = masf.pvalues(correlated_copies(rng, 2000, 1))
+    assert 0.03 <= np.mean(p <= 0.05) <= 0.07
+    # Without groups, rows are split one by one: copies land in different folds.
+    ungrouped = MaSF(random_state=0).fit(correlated_copies(rng, 200, repeats))
+    fold_of_row = np.empty(200 * repeats, dtype=int)
+    for k, fold in enumerate(ungrouped.fold_indices_):
+        fold_of_row[fold] = k
+    assert not (fold_of_row.reshape(repeats, 200) == fold_of_row[:200]).all()
+
+
+def test_unique_groups_give_the_row_folds(tiny):
+    ungrouped = MaSF(random_state=3).fit(tiny[0])
+    grouped = MaSF(random_state=3).fit(tiny[0], groups=np.arange(len(tiny[0])))
+    for a, b in zip(ungrouped.fold_indices_, grouped.fold_indices_):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(ungrouped.pvalues(tiny[1]), grouped.pvalues(tiny[1]))
+    reference = MaSF("reference").fit(tiny[0], groups=np.zeros(len(tiny[0])))      # ignored in reference mode
+    assert all(len(f) == len(tiny[0]) for f in reference.fold_indices_)
+
+
+def test_bad_groups_are_named():
+    X = np.random.default_rng(0).standard_normal((12, 2, 3))
+    with pytest.raises(ValueError, match=r"groups must be a 1-D array with one example id per row of features \(12\)"):
+        MaSF().fit(X, groups=np.arange(5))
+    with pytest.raises(ValueError, match=r"12 rows of 2 groups.*whole groups give the folds \(6, 0, 6\) rows"):
+        MaSF().fit(X, groups=np.repeat(np.arange(2), 6))
 
 
 # -- bad input -----------------------------------------------------------------------------------------

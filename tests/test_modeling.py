@@ -96,7 +96,7 @@ def test_precision_resolution_on_the_cpu(monkeypatch):
     assert set(PRECISIONS) == {"auto", "fp32", "bf16", "fp16"}
 
 
-def test_autocast_dtype_for_keeps_gradient_measures_in_fp32():
+def test_autocast_dtype_for_keeps_gradient_measures_in_fp32_and_loo_beam_always():
     class Clf:
         inference_dtype_ = torch.bfloat16
         device_ = torch.device("cpu")
@@ -107,9 +107,12 @@ def test_autocast_dtype_for_keeps_gradient_measures_in_fp32():
 
     clf = Clf()
     assert autocast_dtype_for(clf, Measure(True)) is None
-    assert autocast_dtype_for(clf, Measure(False)) is torch.bfloat16
+    # forward-only measures (LOO, beam) rank by logit differences: fp32 by default and under "auto"
+    assert autocast_dtype_for(clf, Measure(False)) is None
+    assert autocast_dtype_for(clf, Measure(False), "auto") is None
     assert autocast_dtype_for(clf, Measure(True), "auto") is torch.bfloat16
     assert autocast_dtype_for(clf, Measure(False), "fp32") is None
+    assert autocast_dtype_for(clf, Measure(False), "bf16") is torch.bfloat16  # an explicit request is honoured
 
 
 def test_resolve_device():

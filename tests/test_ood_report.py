@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from fmmlearn import FaithfulTextClassifier
-from fmmlearn.ood import (REPORT_COLUMNS, MaSF, calibration_features, hidden_state_features, in_distribution_report,
-                          mask_like_training, summarize_pvalues)
+from fmmlearn.ood import (REFERENCE_ONLY_COLUMNS, REPORT_COLUMNS, MaSF, calibration_features, calibration_groups,
+                          hidden_state_features, in_distribution_report, mask_like_training, summarize_pvalues)
 from fmmlearn.plotting import plot_in_distribution
 from fmmlearn.training import EncodedDataset, MaskedFineTuningNet
 
@@ -121,7 +121,8 @@ def training_batches(clf, encoding, epochs, seed):
     net = MaskedFineTuningNet(torch.nn.Linear(1, 1), mask_token_id=tokenizer.mask_token_id,
                               pad_token_id=tokenizer.pad_token_id, masking_strategy=clf.masking_strategy,
                               max_masking_ratio=clf.max_masking_ratio, seed=seed, batch_size=clf.batch_size,
-                              criterion=torch.nn.CrossEntropyLoss, device="cpu").initialize()
+                              group_by_length=clf.group_by_length, criterion=torch.nn.CrossEntropyLoss,
+                              device="cpu").initialize()
     dataset = EncodedDataset(encoding, np.arange(len(encoding)))
     fed = [[None] * len(encoding) for _ in range(epochs)]
     for epoch in range(epochs):
@@ -131,7 +132,10 @@ def training_batches(clf, encoding, epochs, seed):
     return fed
 
 
-def test_half_det_calibration_masks_exactly_like_the_training_batches(masked_clf, data):
+@pytest.mark.parametrize("group_by_length", [True, False])
+def test_half_det_calibration_masks_exactly_like_the_training_batches(masked_clf, data, group_by_length):
+    masked_clf = copy.copy(masked_clf)
+    masked_clf.group_by_length = group_by_length      # only the batch order of training depends on it
     encoding = masked_clf.encode(data[0])
     n = len(encoding)
     repeated, ids = mask_like_training(masked_clf, encoding, dist_repeats=2, random_state=7)
@@ -171,14 +175,15 @@ def report(masked_clf, data):
 
 def test_report_has_one_row_per_ratio_and_threshold(report, data):
     assert tuple(report.columns) == REPORT_COLUMNS
+    assert "fisher_p_reference_only" not in report.columns      # invalid for dependent p-values: never shown here
     assert len(report) == len(RATIOS) * 5
     assert report["ratio"].unique().tolist() == list(RATIOS)
     assert report.groupby("ratio")["threshold"].apply(list).tolist() == [[0.001, 0.005, 0.01, 0.05, 0.1]] * 3
     assert (report["n_examples"] == len(data[1])).all()
     assert set(report["method"]) == {"rand"} and set(report["calibration"]) == {"calibrated"}
-    assert report[["proportion", "simes_p", "fisher_p"]].apply(lambda c: c.between(0, 1).all()).all()
+    assert report[["proportion", "simes_p", "geomean_p"]].apply(lambda c: c.between(0, 1).all()).all()
     # Dataset-level p-values repeat on every threshold's row; proportions grow with the threshold.
-    assert (report.groupby("ratio")[["simes_p", "fisher_p"]].nunique() == 1).all().all()
+    assert (report.groupby("ratio")[["simes_p", "geomean_p"]].nunique() == 1).all().all()
     assert (report.groupby("ratio")["proportion"].apply(lambda p: p.is_monotonic_increasing)).all()
 
 
@@ -195,7 +200,8 @@ def test_report_is_deterministic_and_labels_models(masked_clf, plain_clf, data, 
     pd.testing.assert_frame_equal(again, report)
     plain = in_distribution_report(plain_clf, *data, ratios=(0.0, 1.0), random_state=3, model_name="plain",
                                    calibration="reference", method="loo-sign")
-    assert tuple(plain.columns) == REPORT_COLUMNS + ("model",)
+    assert tuple(plain.columns) == REPORT_COLUMNS + REFERENCE_ONLY_COLUMNS + ("model",)
+    assert plain["fisher_p_reference_only"].between(0, 1).all()
     assert set(plain["model"]) == {"plain"} and set(plain["calibration"]) == {"reference"}
     assert set(plain["method"]) == {"loo-sign"}
 
@@ -206,6 +212,13 @@ def test_report_with_repeated_masked_calibration_copies(masked_clf, data):
     report = in_distribution_report(masked_clf, X_calib[:3], X_test, y_test, ratios=(0.0,), thresholds=(0.5,),
                                     dist_repeats=2, random_state=0)
     assert report["ratio"].tolist() == [0.0] and report["threshold"].tolist() == [0.5]
+    # The same numbers as fitting MaSF by hand on the copies, grouped by example.
+    features, groups = calibration_features(masked_clf, X_calib[:3], dist_repeats=2, random_state=0,
+                                            return_groups=True)
+    assert groups.tolist() == calibration_groups(3, 2).tolist() == [0, 1, 2, 0, 1, 2]
+    masf = MaSF(random_state=0).fit(features, groups=groups)
+    p = masf.pvalues(hidden_state_features(masked_clf, X_test))
+    assert report["proportion"].iloc[0] == pytest.approx(np.mean(p < 0.5))
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -250,11 +263,39 @@ def test_plot_compares_models_and_writes_a_png(report, tmp_path):
     ax = plot_in_distribution({"plain": plain, "masked": report}, path=tmp_path / "ood.png")
     assert (tmp_path / "ood.png").stat().st_size > 0
     lines = {line.get_label(): line for line in ax.lines}
-    assert set(lines) == {"plain", "masked", "level 0.05"}
-    assert lines["level 0.05"].get_linestyle() == "--" and list(lines["level 0.05"].get_ydata()) == [0.05, 0.05]
-    np.testing.assert_allclose(lines["plain"].get_ydata(), 0.01)
-    np.testing.assert_allclose(lines["masked"].get_xdata(), RATIOS)
-    np.testing.assert_allclose(lines["masked"].get_ydata(), report.groupby("ratio")["simes_p"].first())
+    level = "0.05 (below: flagged out-of-distribution)"
+    assert set(lines) == {"plain fine-tuning", "masked fine-tuning", level}
+    assert lines[level].get_linestyle() == "--" and list(lines[level].get_ydata()) == [0.05, 0.05]
+    np.testing.assert_allclose(lines["plain fine-tuning"].get_ydata(), 0.01)
+    np.testing.assert_allclose(lines["masked fine-tuning"].get_xdata(), RATIOS)
+    np.testing.assert_allclose(lines["masked fine-tuning"].get_ydata(), report.groupby("ratio")["simes_p"].first())
+    assert lines["plain fine-tuning"].get_color() == "tab:orange"
+    assert lines["masked fine-tuning"].get_color() == "tab:blue"
+    assert not ax.collections                              # one report per model: no band
+    matplotlib.pyplot.close(ax.figure)
+
+
+def test_plot_draws_plain_and_masked_bands_over_seeds(report):
+    """The paper's figure: per model the mean over seeds, with the range over seeds shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    seeds = [report.assign(model=model, seed=seed, simes_p=report["simes_p"] * (1 + seed) / (4 if model == "plain"
+                                                                                              else 2))
+             for model in ("plain", "masked") for seed in range(3)]
+    ax = plot_in_distribution(pd.concat(seeds, ignore_index=True))
+    lines = {line.get_label(): line for line in ax.lines}
+    plain, masked = "plain fine-tuning: mean of 3 seeds, band = their range", \
+        "masked fine-tuning: mean of 3 seeds, band = their range"
+    assert {plain, masked} <= set(lines)
+    simes = report.groupby("ratio")["simes_p"].first().to_numpy()
+    np.testing.assert_allclose(lines[masked].get_ydata(), simes * (1 + 2 + 3) / 3 / 2)
+    np.testing.assert_allclose(lines[plain].get_ydata(), simes * (1 + 2 + 3) / 3 / 4)
+    assert len(ax.collections) == 2                        # one shaded band per model
+    bands = {tuple(np.round(c.get_facecolor()[0][:3], 3)) for c in ax.collections}
+    assert bands == {tuple(np.round(matplotlib.colors.to_rgb(c), 3)) for c in ("tab:orange", "tab:blue")}
+    top = ax.collections[1].get_paths()[0].vertices[:, 1].max()
+    assert top == pytest.approx(simes.max() * 3 / 2)       # the band spans min..max over the seeds
     matplotlib.pyplot.close(ax.figure)
 
 
@@ -266,9 +307,10 @@ def test_plot_stacked_frame_uses_the_model_column_and_pools_seeds(report):
                          report.assign(model="plain")])
     ax = plot_in_distribution(stacked, statistic="proportion", threshold=0.1)
     lines = {line.get_label(): line for line in ax.lines}
-    assert set(lines) == {"masked", "plain", "level 0.1"}
+    masked = "masked fine-tuning: mean of 2 runs, band = their range"
+    assert set(lines) == {masked, "plain fine-tuning", "0.1 (share expected for in-distribution data)"}
     at = report[report["threshold"] == 0.1].set_index("ratio")["proportion"]
-    np.testing.assert_allclose(lines["masked"].get_ydata(), at / 2)      # mean of the two "seeds"
+    np.testing.assert_allclose(lines[masked].get_ydata(), at / 2)      # mean of the two "seeds"
     assert "p < 0.1" in ax.get_ylabel()
     matplotlib.pyplot.close(ax.figure)
 

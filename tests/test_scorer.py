@@ -64,7 +64,7 @@ def test_nan_with_warning_when_no_curve_can_be_formed(bundled_tokenizer, bag, da
 def test_repr_params_and_pickle(bag, data):
     scorer = make_faithfulness_scorer("int-grad-sign", n_random=2, n_steps=4, baseline="zero")
     assert callable(scorer) and not isinstance(scorer, type)
-    assert repr(scorer) == ("make_faithfulness_scorer(method='int-grad-sign', metric='accuracy', relative=True, "
+    assert repr(scorer) == ("make_faithfulness_scorer(method='int-grad-sign', metric=None, relative=True, "
                             "n_random=2, random_state=0, segment='first', recursive=None, max_samples=None, "
                             "n_steps=4, baseline='zero')")
     assert scorer.get_params()["n_steps"] == 4 and scorer.method == "int-grad-sign"

@@ -11,9 +11,11 @@ from fmmlearn.training import (
     EncodedDataset,
     concat_encodings,
     linear_warmup_decay,
+    lr_multiplier,
     make_net,
     mask_encoding,
     random_masker,
+    reference_warmup_decay,
 )
 
 
@@ -105,6 +107,82 @@ def test_lr_follows_the_schedule_in_optimisation_steps(tiny_net_parts):
     expected = [1e-3 * linear_warmup_decay(steps, 0.25)(s) for s in range(steps)]
     recorded = [b["event_lr"] for epoch in net.history for b in epoch["batches"] if "event_lr" in b]
     assert recorded == pytest.approx(expected)
+
+
+def recorded_lrs(net):
+    return [b["event_lr"] for epoch in net.history for b in epoch["batches"] if "event_lr" in b]
+
+
+def test_reference_schedule_counts_examples_over_a_real_fit(tiny_net_parts):
+    """lr_schedule="reference": S = epochs x examples (the reference's bug), so the run is almost all warm-up."""
+    tokenizer, model, dataset = tiny_net_parts
+    small = EncodedDataset(dataset.encoding.subset(np.arange(20)), dataset.targets[:20].numpy())
+    net = _net(model, tokenizer, small, max_epochs=3, batch_size=8, warmup_ratio=0.06, lr_schedule="reference")
+    net.fit(small, y=None)
+    # By hand: 3 epochs of ceil(20 / 8) = 3 steps; S = 3 * 20 = 60 examples, W = int(0.06 * 60) = 3.
+    lr = 1e-3
+    expected = [0.0, lr / 3, 2 * lr / 3] + [lr * (60 - s) / 57 for s in range(3, 9)]
+    assert recorded_lrs(net) == pytest.approx(expected, rel=1e-12, abs=0)
+    # The default counts steps: S = 9, W = int(0.54) = 0, a decay from the peak over the 9 steps.
+    net = _net(model, tokenizer, small, max_epochs=3, batch_size=8, warmup_ratio=0.06)
+    net.fit(small, y=None)
+    assert recorded_lrs(net) == pytest.approx([lr * (9 - s) / 9 for s in range(9)], rel=1e-12, abs=0)
+
+
+def test_reference_schedule_keeps_the_zero_warmup_quirk():
+    """With W = int(0.06 S) = 0 the reference returns lr * s; fmmlearn reproduces it and warns."""
+    with pytest.warns(UserWarning, match="W = 0 warm-up steps.*lr \\* step"):
+        multiplier = reference_warmup_decay(10, 0.06)
+    assert [multiplier(s) for s in range(4)] == [0.0, 1.0, 2.0, 3.0]
+    ref = reference_warmup_decay(50, 0.06)            # otherwise the formula of SPEC section 9 (W = 3)
+    assert [0.1 * ref(s) for s in range(5)] == pytest.approx([0.0, 0.1 / 3, 0.2 / 3, 0.1, 0.1 * 46 / 47])
+
+
+def test_lr_multiplier_names_the_schedule():
+    steps = lr_multiplier("linear", max_epochs=2, n_train_examples=33, batch_size=16, warmup_ratio=0.5)
+    assert [steps(s) for s in range(6)] == pytest.approx([0, 1 / 3, 2 / 3, 1, 2 / 3, 1 / 3])   # S = 2 * 3 = 6
+    examples = lr_multiplier("reference", max_epochs=2, n_train_examples=33, batch_size=16, warmup_ratio=0.5)
+    assert examples(6) == pytest.approx(6 / 33)                                                 # S = 66, W = 33
+    with pytest.raises(ValueError, match="lr_schedule must be one of"):
+        lr_multiplier("cosine", max_epochs=1, n_train_examples=4, batch_size=2, warmup_ratio=0.1)
+
+
+def fed_batches(net, dataset, epochs):
+    """Per epoch, the example indices of every training batch in row order (targets are the indices)."""
+    loader = net.get_iterator(dataset, training=True)
+    return [[index.tolist() for _, index in loader] for _ in range(epochs)]
+
+
+def test_uniform_batches_are_consecutive_chunks_of_a_fresh_permutation(tiny_net_parts):
+    """group_by_length=False: the reference's order, a new uniform permutation per epoch cut into batches."""
+    tokenizer, model, dataset = tiny_net_parts
+    n = len(dataset)
+    indexed = EncodedDataset(dataset.encoding, np.arange(n))
+    net = _net(model, tokenizer, indexed, batch_size=16, seed=5, group_by_length=False).initialize()
+    got = fed_batches(net, indexed, epochs=2)
+    rng = np.random.default_rng(5)                    # the net's batch-order generator
+    for epoch in got:
+        order = rng.permutation(n)
+        assert epoch == [order[i:i + 16].tolist() for i in range(0, n, 16)]
+    assert got[0] != got[1]
+    # The masked half-det rows are the second half of each chunk, as in the reference.
+    mask = tokenizer.mask_token_id
+    for x, index in net.get_iterator(indexed, training=True):
+        assert not (x["input_ids"][: len(index) // 2] == mask).any()
+
+
+def test_length_grouped_batches_are_length_homogeneous_and_uniform_ones_are_not(tiny_net_parts):
+    tokenizer, model, dataset = tiny_net_parts
+    lengths = dataset.encoding.lengths
+    indexed = EncodedDataset(dataset.encoding, np.arange(len(dataset)))
+
+    def mean_spread(group_by_length):
+        net = _net(model, tokenizer, indexed, batch_size=16, group_by_length=group_by_length).initialize()
+        batches = fed_batches(net, indexed, epochs=3)
+        assert all(sorted(sum(epoch, [])) == list(range(len(dataset))) for epoch in batches)   # each once per epoch
+        return np.mean([np.ptp(lengths[b]) for epoch in batches for b in epoch])
+
+    assert mean_spread(True) < 0.5 * mean_spread(False)
 
 
 class FakeHistory(list):

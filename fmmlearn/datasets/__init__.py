@@ -5,7 +5,9 @@
   no network needed.
 * :func:`make_babi`: bAbI tasks 1-3 generated with ground-truth supporting facts.
 * :func:`load_paper_dataset`: the paper's 17 datasets with the paper's splits,
-  segments, labels and primary metric (Hugging Face hub, its cache, or local files).
+  segments, labels and primary metric (Hugging Face hub, its cache, or local files);
+  :func:`load_babi`: bAbI 1-3, generated or Facebook's original en-10k data;
+  :func:`paper_params`: the paper's fine-tuning settings per dataset.
 * :func:`train_test_split_bunch`: a stratified, seeded split of any of these Bunches.
 
 Every loader returns a :class:`sklearn.utils.Bunch` whose ``data`` goes straight
@@ -23,7 +25,10 @@ from .paper import (
     clean_mimic_text,
     get_dataset_spec,
     list_paper_datasets,
+    load_babi,
     load_paper_dataset,
+    paper_params,
+    paper_primary_metric,
 )
 
 from . import _bundled, babi, paper  # their __all__ make ours

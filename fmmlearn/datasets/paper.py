@@ -5,7 +5,9 @@ of each dataset with its segment fields, label names and primary metric. Data
 comes from the Hugging Face hub through the optional ``datasets`` package
 (online, or its local cache), from local files in the hub's formats
 (``data_files=`` / ``data_dir=``), or, for bAbI, from
-:func:`~fmmlearn.datasets.make_babi`.
+:func:`~fmmlearn.datasets.make_babi` (the offline default) or Facebook's
+original bAbI data (:func:`load_babi` with ``source="facebook"``).
+:func:`paper_params` gives the paper's fine-tuning settings per dataset.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._babi_files import BABI_HUB_PATH, babi_hub_config, examples_from_stories, find_babi_files, read_babi_text
 from ._common import LABEL, frame_to_bunch
 from .babi import BABI_LOCATIONS, make_babi
 
@@ -30,10 +33,15 @@ __all__ = [
     "clean_mimic_text",
     "get_dataset_spec",
     "list_paper_datasets",
+    "load_babi",
     "load_paper_dataset",
+    "paper_params",
+    "paper_primary_metric",
 ]
 
 SPLITS = ("train", "validation", "test")
+#: Where bAbI comes from: fmmlearn's generator (offline) or Facebook's original en-10k data.
+BABI_SOURCES = ("generated", "facebook")
 
 
 class DatasetUnavailableError(OSError):
@@ -228,6 +236,82 @@ def get_dataset_spec(name: str) -> DatasetSpec:
     return _REGISTRY[key]
 
 
+def paper_primary_metric(name, argname: str = "name"):
+    """The primary metric of a paper dataset, or ``None`` for ``name=None``.
+
+    The rule behind every ``metric=None`` default: a classifier fitted for a
+    named dataset (``FaithfulTextClassifier(dataset=...)``) is scored with
+    that dataset's primary metric, anything else with accuracy.
+
+    Parameters
+    ----------
+    name : str or None
+    argname : str, default="name"
+        Names the argument in the error message.
+
+    Returns
+    -------
+    str or None
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the valid ones).
+
+    Examples
+    --------
+    >>> paper_primary_metric("cola"), paper_primary_metric("mrpc"), paper_primary_metric(None)
+    ('matthew', 'macro_f1', None)
+    """
+    if name is None:
+        return None
+    try:
+        return get_dataset_spec(name).primary_metric
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{argname}: {error}") from error
+
+
+def paper_params(name) -> dict:
+    """The paper's fine-tuning settings for one of its datasets, as ``FaithfulTextClassifier`` parameters.
+
+    Learning rate 2e-5, the dataset's number of epochs, its primary metric
+    for best-epoch selection, batch size 16, AdamW weight decay 0.01, 6 %
+    warm-up, and masked fine-tuning (``max_masking_ratio=1.0``,
+    ``masking_strategy="half-det"``, ``validation="both"``), plus
+    ``dataset=<name>`` so that curves and scorers default to the primary
+    metric.  The model is left to the caller: the paper used
+    ``roberta-base`` and ``roberta-large`` (docs/classifier.md).
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`list_paper_datasets`.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> params = paper_params("sst2")
+    >>> params["max_epochs"], params["selection_metric"], params["learning_rate"]
+    (10, 'accuracy', 2e-05)
+    """
+    spec = get_dataset_spec(name)
+    return {
+        "learning_rate": 2e-5,
+        "max_epochs": spec.max_epochs,
+        "selection_metric": spec.primary_metric,
+        "batch_size": 16,
+        "weight_decay": 0.01,
+        "warmup_ratio": 0.06,
+        "max_masking_ratio": 1.0,
+        "masking_strategy": "half-det",
+        "validation": "both",
+        "dataset": spec.name,
+    }
+
+
 @dataclass(frozen=True)
 class PaperDataset:
     """The three splits of one of the paper's datasets.
@@ -319,6 +403,7 @@ def load_paper_dataset(
     as_frame=False,
     random_state=0,
     clean_text=True,
+    source=None,
     **load_kwargs,
 ):
     """Load one of the paper's datasets with the paper's splits.
@@ -366,6 +451,11 @@ def load_paper_dataset(
         come from 10,000 generated samples, test from 1,000 drawn independently.
     clean_text : bool, default=True
         MIMIC only: apply :func:`clean_mimic_text` to the texts.
+    source : {"generated", "facebook"} or None, default=None
+        bAbI only (see :func:`load_babi`): ``"generated"`` (the default
+        without local files) uses :func:`make_babi`; ``"facebook"`` Facebook's
+        original en-10k data, from the hub (``facebook/babi_qa``), its cache,
+        or local files (the original ``.txt`` files or the hub's layout).
     **load_kwargs
         Passed on to :func:`datasets.load_dataset` (e.g. ``revision=``).
 
@@ -399,18 +489,94 @@ def load_paper_dataset(
         raise ValueError(f"split must be one of {SPLITS} or None; got {split!r}.")
     if data_files is not None and data_dir is not None:
         raise ValueError("pass data_files or data_dir, not both.")
+    babi_source = _check_babi_source(spec, source, local_files=data_files is not None or data_dir is not None)
     wanted = SPLITS if split is None else (split,)
-    source = _Source(spec, cache_dir, data_files, data_dir, columns, random_state, clean_text, load_kwargs)
-    bunches = {s: _split_bunch(spec, s, source.paper_split(s), as_frame) for s in wanted}
+    source = _Source(spec, cache_dir, data_files, data_dir, columns, random_state, clean_text, load_kwargs,
+                     babi_source)
+    bunches = {s: _split_bunch(spec, s, source.paper_split(s), as_frame, babi_source) for s in wanted}
     return bunches[split] if split is not None else PaperDataset(spec, **bunches)
 
 
-def _split_bunch(spec, split, frame, as_frame):
+def load_babi(task=1, split=None, *, source=None, cache_dir=None, data_files=None, data_dir=None,
+              as_frame=False, random_state=0, **load_kwargs):
+    """bAbI task 1, 2 or 3 with the paper's splits: generated offline, or Facebook's original en-10k data.
+
+    Both sources give the same examples: one per question, segment A = the
+    story's statements so far joined by single spaces, segment B = the
+    question, the answer among ``garden, hallway, kitchen, office, bedroom,
+    bathroom`` (the paper's class order), ``supporting_facts`` (sorted
+    0-based paragraph sentence indices), ``supporting_spans`` (their
+    character spans) and ``story``.  Splits as in the paper: train = the
+    first 80 % of the source's train split, validation = the last 20 %,
+    test = its test split (8,000 / 2,000 / 1,000 examples).
+
+    Parameters
+    ----------
+    task : {1, 2, 3}, default=1
+    split : {"train", "validation", "test"}, default=None
+        One split as a Bunch, or all three as a :class:`PaperDataset`.
+    source : {"generated", "facebook"} or None, default=None
+        ``None`` is ``"generated"``, or ``"facebook"`` when ``data_dir`` or
+        ``data_files`` is given.  ``"generated"``: :func:`make_babi` (no
+        network; 10,000 + 1,000 samples fixed by ``random_state``).  ``"facebook"``: the real bAbI
+        en-10k ``qa<task>`` through ``datasets.load_dataset("facebook/babi_qa",
+        "en-10k-qa<task>")``, cached by ``datasets`` after the first
+        (online) call; or, with ``data_dir``/``data_files``, local copies
+        (the original ``qa<task>_*_train.txt`` / ``_test.txt`` files of
+        ``tasks_1-20_v1-2.tar.gz``, or Parquet/JSON files in the hub's layout
+        with a ``story`` column).
+    cache_dir, data_files, data_dir, as_frame, **load_kwargs
+        See :func:`load_paper_dataset`.
+    random_state : int, default=0
+        Seed of the generator (``source="generated"`` only).
+
+    Returns
+    -------
+    PaperDataset or sklearn.utils.Bunch
+
+    Raises
+    ------
+    DatasetUnavailableError
+        ``source="facebook"`` offline without a cached copy; the message says
+        what to do (``source="generated"``, or download once with
+        ``HF_DATASETS_OFFLINE=0``, or local files).
+
+    Examples
+    --------
+    >>> test = load_babi(1, "test")                                  # generated, offline
+    >>> len(test.data), test.target_names[:2]
+    (1000, ['garden', 'hallway'])
+    >>> real = load_babi(2, source="facebook")                       # doctest: +SKIP
+    >>> local = load_babi(2, data_dir="tasks_1-20_v1-2/en-10k")      # doctest: +SKIP
+    """
+    if isinstance(task, bool) or task not in (1, 2, 3):
+        raise ValueError(f"task must be 1, 2 or 3; got {task!r}.")
+    return load_paper_dataset(f"babi-{task}", split, source=source, cache_dir=cache_dir, data_files=data_files,
+                              data_dir=data_dir, as_frame=as_frame, random_state=random_state, **load_kwargs)
+
+
+def _check_babi_source(spec, source, local_files):
+    """The bAbI source to use (``None`` for other datasets), checked against the arguments."""
+    if spec.source != "babi":
+        if source is not None:
+            raise ValueError(f"source={source!r} only applies to bAbI; {spec.title} has one source.")
+        return None
+    if source is None:
+        return "facebook" if local_files else "generated"
+    if source not in BABI_SOURCES:
+        raise ValueError(f"source must be one of {BABI_SOURCES} (or None); got {source!r}.")
+    if source == "generated" and local_files:
+        raise ValueError("source='generated' ignores data_files/data_dir; pass source='facebook' (or None) "
+                         "to read local bAbI files.")
+    return source
+
+
+def _split_bunch(spec, split, frame, as_frame, babi_source=None):
     return frame_to_bunch(
         frame,
         feature_names=spec.segments,
         target_names=spec.target_names,
-        descr=_describe(spec, split),
+        descr=_describe(spec, split, babi_source),
         as_frame=as_frame,
         name=spec.name,
         split=split,
@@ -421,12 +587,15 @@ def _split_bunch(spec, split, frame, as_frame):
     )
 
 
-def _describe(spec, split):
+def _describe(spec, split, babi_source=None):
     origin = {
         "hub": f"Hugging Face dataset {spec.hub_path!r}, configuration {spec.hub_config!r} (or local copies)",
-        "babi": "generated by fmmlearn.datasets.make_babi (bAbI-style), or local copies",
+        "babi": "generated by fmmlearn.datasets.make_babi (bAbI-style)",
         "local": "MIMIC-III (PhysioNet Credentialed Health Data License 1.5.0), local files",
     }[spec.source]
+    if babi_source == "facebook":
+        origin = (f"Facebook's bAbI en-10k qa{spec.babi_task} (Weston et al., 2015; CC BY 3.0), Hugging Face "
+                  f"dataset {BABI_HUB_PATH!r}, configuration {babi_hub_config(spec.babi_task)!r} (or local copies)")
     if spec.splits == "train80":
         rule = f"train = first 80% of the source train split, validation = last 20%, test = '{spec.test_split}'"
     else:
@@ -446,8 +615,9 @@ def _describe(spec, split):
 class _Source:
     """Reads source splits once each (hub, local files or generator) and cuts the paper's splits."""
 
-    def __init__(self, spec, cache_dir, data_files, data_dir, columns, random_state, clean_text, load_kwargs):
-        self.spec, self.cache_dir, self.load_kwargs = spec, cache_dir, load_kwargs
+    def __init__(self, spec, cache_dir, data_files, data_dir, columns, random_state, clean_text, load_kwargs,
+                 babi_source=None):
+        self.spec, self.cache_dir, self.load_kwargs, self.babi_source = spec, cache_dir, load_kwargs, babi_source
         self.data_files = _normalise_data_files(data_files)
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.columns, self.random_state, self.clean_text = dict(columns or {}), random_state, clean_text
@@ -470,8 +640,13 @@ class _Source:
         spec = self.spec
         if self.data_files is not None:
             return _read_files(self.data_files, source_split, "data_files"), None
+        if self.data_dir is not None and self.babi_source == "facebook":
+            return _read_babi_dir(self.data_dir, spec.babi_task, source_split, spec.label_field)
         if self.data_dir is not None:
             return _read_dir(self.data_dir, spec.hub_config, source_split, spec.label_field)
+        if self.babi_source == "facebook":
+            return _load_hub(spec, source_split, self.cache_dir, self.load_kwargs, hub_path=BABI_HUB_PATH,
+                             hub_config=babi_hub_config(spec.babi_task), remedy=_BABI_REMEDY)
         if spec.source == "babi":
             return _generate_babi(spec.babi_task, source_split, self.random_state), None
         if spec.source == "local":
@@ -486,6 +661,9 @@ class _Source:
 
     def _standardise(self, raw, label_names, source_split):
         spec = self.spec
+        if spec.source == "babi" and "story" in raw.columns and spec.field_a not in raw.columns:
+            # Facebook's layout (one row per story): one example per question, as the generator makes them
+            raw = examples_from_stories(raw["story"], f"{spec.title} split {source_split!r}")
         renames = {self.columns.get(f, f): f for f in (*spec.segments, spec.label_field) if f in self.columns}
         raw = raw.rename(columns=renames)
         fields = [*spec.segments, spec.label_field]
@@ -566,6 +744,7 @@ _READERS = {
     ".tsv": partial(pd.read_csv, sep="\t", keep_default_na=False),
     ".json": _read_json,
     ".jsonl": _read_json,
+    ".txt": read_babi_text,   # Facebook's original bAbI files
 }
 
 
@@ -619,6 +798,16 @@ def _read_dir(data_dir, config, source_split, label_field):
     return _read_files({source_split: files}, source_split, "data_dir"), None
 
 
+def _read_babi_dir(data_dir, task, source_split, label_field):
+    """Facebook's bAbI under ``data_dir``: the original ``qa<task>_*_<split>.txt`` files, else the hub's layout."""
+    if not data_dir.is_dir():
+        raise FileNotFoundError(f"data_dir {data_dir} is not a directory.")
+    files = find_babi_files(data_dir, task, source_split)
+    if files:
+        return _read_files({source_split: files}, source_split, "data_dir"), None
+    return _read_dir(data_dir, babi_hub_config(task), source_split, label_field)
+
+
 def _load_from_disk(data_dir, source_split, label_field):
     datasets = _import_datasets()
     dataset_dict = datasets.load_from_disk(str(data_dir))
@@ -653,27 +842,38 @@ def _is_offline() -> bool:
     return any(flag in {"1", "ON", "YES", "TRUE"} for flag in flags)
 
 
-def _load_hub(spec, source_split, cache_dir, load_kwargs):
+#: What to do when Facebook's bAbI cannot be loaded.
+_BABI_REMEDY = (
+    "Use the offline generator (load_babi(task, source='generated'), the default), or download it once online "
+    "with HF_DATASETS_OFFLINE=0 and HF_HUB_OFFLINE=0 (load_babi(task, source='facebook') caches it; later calls "
+    "work offline), or pass data_dir= pointing at the extracted tasks_1-20_v1-2/en-10k directory of "
+    "Facebook's archive (https://research.facebook.com/downloads/babi/)."
+)
+
+
+def _load_hub(spec, source_split, cache_dir, load_kwargs, *, hub_path=None, hub_config=None, remedy=None):
     datasets = _import_datasets()
+    hub_path, hub_config = hub_path or spec.hub_path, hub_config or spec.hub_config
     kwargs = {"cache_dir": None if cache_dir is None else str(cache_dir), **load_kwargs}
     try:
         try:
-            dataset = datasets.load_dataset(spec.hub_path, spec.hub_config, split=source_split, **kwargs)
+            dataset = datasets.load_dataset(hub_path, hub_config, split=source_split, **kwargs)
         except RuntimeError as exc:
             # datasets >= 4 refuses loading scripts; every hub dataset also has a Parquet export
             if "scripts are no longer supported" not in str(exc) or "revision" in kwargs:
                 raise
-            dataset = datasets.load_dataset(spec.hub_path, spec.hub_config, split=source_split,
+            dataset = datasets.load_dataset(hub_path, hub_config, split=source_split,
                                             revision="refs/convert/parquet", **kwargs)
     except Exception as exc:
         if not (_is_offline() or isinstance(exc, ConnectionError)):
             raise
         where = f" at {cache_dir}" if cache_dir is not None else " (HF_DATASETS_CACHE)"
+        remedy = remedy or (
+            f"Run load_paper_dataset({spec.name!r}) once online to cache it, set HF_DATASETS_CACHE (or "
+            "cache_dir=) to a cache that holds it, or pass local files with data_files= or data_dir=.")
         raise DatasetUnavailableError(
-            f"{spec.title} ({spec.hub_path!r}, configuration {spec.hub_config!r}, split {source_split!r}) is "
+            f"{spec.title} ({hub_path!r}, configuration {hub_config!r}, split {source_split!r}) is "
             f"not in the Hugging Face datasets cache{where} and the hub cannot be reached "
-            f"({type(exc).__name__}: {exc}). Run load_paper_dataset({spec.name!r}) once online to cache it, "
-            "set HF_DATASETS_CACHE (or cache_dir=) to a cache that holds it, or pass local files with "
-            "data_files= or data_dir=."
+            f"({type(exc).__name__}: {exc}). {remedy}"
         ) from exc
     return _to_frame(dataset, spec.label_field)

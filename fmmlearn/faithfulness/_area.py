@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_ratios
+from .._warnings import single_class_note
 from ..exceptions import FaithfulnessWarning
 from ..metrics import greater_is_better as _metric_greater_is_better
 
@@ -67,7 +68,18 @@ def _aligned(curve, random_curve, ratios, greater_is_better):
     if greater_is_better is None:
         known = direction or direction_rand
         greater_is_better = True if known is None else known[1]
+    _warn_if_not_finite(grid, p_im, p_rand)
     return grid, p_im, p_rand, 1.0 if greater_is_better else -1.0
+
+
+def _warn_if_not_finite(grid, p_im, p_rand) -> None:
+    """A :class:`FaithfulnessWarning` naming the ratios where a curve is NaN or infinite (the area is then NaN)."""
+    for name, values in (("curve", p_im), ("random_curve", p_rand)):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            warnings.warn(f"{name} is not finite (NaN or inf) at ratio(s) {grid[bad].tolist()}, so the area is "
+                          "not a number; recompute the curve (e.g. a metric undefined on a single class gives NaN).",
+                          FaithfulnessWarning, stacklevel=4)
 
 
 def _area(grid: np.ndarray, values: np.ndarray) -> float:
@@ -140,6 +152,31 @@ def racu(curve, random_curve, *, ratios=None, greater_is_better: bool | None = N
     largest = sign * _area(grid, p_rand - p_rand[-1])
     if largest == 0 or not np.isfinite(largest):
         warnings.warn("RACU is undefined: the random curve is flat (or not finite), so the area it leaves "
-                      f"is {largest}; returning NaN.", FaithfulnessWarning, stacklevel=2)
+                      f"is {largest}; returning NaN. A model that predicts a single class does this.",
+                      FaithfulnessWarning, stacklevel=2)
         return float("nan")
     return sign * _area(grid, p_rand - p_im) / largest
+
+
+def flat_baseline_reason(clf, encoding, target_idx) -> str:
+    """Why RACU is undefined on these inputs, for warnings: a model that predicts one class, or a flat random curve.
+
+    Parameters
+    ----------
+    clf : FittedClassifier
+    encoding : Encoding
+        The clean inputs the curves were measured on.
+    target_idx : ndarray of int
+        Their gold labels as class indices.
+
+    Returns
+    -------
+    str
+    """
+    classes = np.asarray(clf.classes_)
+    predicted = classes[clf.encoded_logits(encoding).argmax(axis=1)]
+    note = single_class_note(predicted, classes[np.asarray(target_idx)], "clean inputs")
+    if note:
+        return (f"{note}, so masking does not change its performance and the random curve is flat; refit the "
+                "model (more epochs or another learning rate)")
+    return "the random curve is flat (masking does not change the metric)"

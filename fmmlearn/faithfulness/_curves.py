@@ -10,7 +10,10 @@ import torch
 
 from .._labels import gold_targets
 from .._random import resolve_seed
-from .._validation import check_ratios
+from .._validation import check_ratios, check_segment
+from .._warnings import reports_truncation_once, warn
+from ..datasets import paper_primary_metric
+from ..exceptions import FaithfulnessWarning
 from ..encoding import collate
 from ..importance import get_measure
 from ..masking import fixed_count_masking, maskable_positions
@@ -28,10 +31,63 @@ BASELINE = "rand"
 RANDOM_MASKING = "random-masking"
 
 
-def _mean_masked_fraction(clf, encoding, input_ids, segment: str) -> float:
-    eligible, masked = eligible_masks(clf, encoding, segment, input_ids)
-    fractions = [m.sum() / e.sum() for e, m in zip(eligible, masked) if e.any()]
-    return float(np.mean(fractions)) if fractions else float("nan")
+def resolve_metric(clf, metric):
+    """``metric`` as a Metric; ``None`` is the primary metric of ``clf.dataset`` (a paper dataset), else accuracy.
+
+    ``FaithfulTextClassifier(dataset="cola")`` (or ``for_paper_dataset``)
+    is thus scored with MCC, ``"mrpc"`` with macro-F1, and a classifier
+    without a dataset with accuracy.
+    """
+    if metric is None:
+        metric = paper_primary_metric(getattr(clf, "dataset", None), "clf.dataset") or "accuracy"
+    return get_metric(metric)
+
+
+def _masked_fractions(clf, encoding, id_sets: list, segment: str) -> list[float]:
+    """Per step: the share of eligible tokens holding the mask token, averaged over examples with any."""
+    eligible, _ = eligible_masks(clf, encoding, segment)  # eligibility does not change with masking
+    mask_id, counted = clf.tokenizer_.mask_token_id, [i for i, e in enumerate(eligible) if e.any()]
+    if not counted:
+        return [float("nan")] * len(id_sets)
+    return [float(np.mean([(eligible[i] & (np.asarray(ids[i]) == mask_id)).sum() / eligible[i].sum()
+                           for i in counted])) for ids in id_sets]
+
+
+def step_logits(clf, encoding, id_sets: list) -> list[np.ndarray]:
+    """Logits of every example at every step, in one batched pass over the distinct inputs.
+
+    All steps' masked copies are evaluated together (full, length-grouped
+    batches instead of one pass per step), and an input that several steps
+    share -- a short text whose ``floor(r * n)`` stays the same from one ratio
+    to the next, the clean input at ``r = 0`` -- is evaluated once.
+
+    Parameters
+    ----------
+    clf : FittedClassifier
+    encoding : Encoding
+    id_sets : list of (list of ndarray)
+        Per step, the ids of every example (aligned with ``encoding``).
+
+    Returns
+    -------
+    list of ndarray, shape (n_examples, n_classes)
+        One per step.
+    """
+    rows, examples, ids_rows = {}, [], []
+    where = np.empty((len(id_sets), len(encoding)), dtype=np.int64)
+    for step, ids in enumerate(id_sets):
+        for i in range(len(encoding)):
+            row = np.asarray(ids[i])
+            key = (i, row.tobytes())
+            if key not in rows:
+                rows[key] = len(examples)
+                examples.append(i)
+                ids_rows.append(row)
+            where[step, i] = rows[key]
+    if not examples:
+        return [np.empty((0, len(clf.classes_)), dtype=np.float32) for _ in id_sets]
+    logits = clf.encoded_logits(encoding.subset(examples), input_ids=ids_rows)
+    return [logits[where[step]] for step in range(len(id_sets))]
 
 
 def _metric_value(metric, clf, y_true, logits: np.ndarray) -> float:
@@ -45,37 +101,59 @@ def _curve_frame(clf, encoding, y_true, steps, metric, method: str, segment: str
                  endpoints: dict | None = None) -> pd.DataFrame:
     """Evaluate every ``(ratio, masked ids)`` step on the whole set: one row per ratio.
 
+    All steps are evaluated in one batched pass (:func:`step_logits`).
     ``endpoints`` caches the scores at ``r = 0`` (clean) and ``r = 1`` (all
     masked), which every curve of the same set, segment and metric shares.
     """
+    steps = list(steps)
+    cached = lambda ratio: endpoints is not None and ratio in (0.0, 1.0)  # noqa: E731
+    todo = [(ratio, ids) for ratio, ids in steps if not (cached(ratio) and ratio in endpoints)]
+    id_sets = [ids for _, ids in todo]
+    logits, fractions = step_logits(clf, encoding, id_sets), _masked_fractions(clf, encoding, id_sets, segment)
+    scores = {ratio: (_metric_value(metric, clf, y_true, step), fraction)
+              for (ratio, _), step, fraction in zip(todo, logits, fractions)}
+    for ratio, score in scores.items():
+        if cached(ratio):
+            endpoints[ratio] = score
     rows = []
-    for ratio, ids in steps:
-        cached = endpoints is not None and ratio in (0.0, 1.0)
-        if not cached or ratio not in endpoints:
-            logits = clf.encoded_logits(encoding, input_ids=ids)
-            score = (_metric_value(metric, clf, y_true, logits), _mean_masked_fraction(clf, encoding, ids, segment))
-            if cached:
-                endpoints[ratio] = score
-        value, fraction = endpoints[ratio] if cached else score
+    for ratio, _ in steps:
+        value, fraction = endpoints[ratio] if cached(ratio) else scores[ratio]
         rows.append((method, ratio, metric.name, value, len(encoding), fraction))
     frame = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
     frame.attrs["greater_is_better"] = metric.greater_is_better  # read by acu/racu (custom metrics)
     return frame
 
 
+def _warn_if_unmaskable(clf, encoding, segment) -> None:
+    """A :class:`FaithfulnessWarning` naming the examples with no token that ``segment`` lets masking hit.
+
+    An empty segment A (``("", context)`` pairs, or empty texts) is never
+    masked: such an example keeps its clean prediction at every ratio and
+    flattens the curve towards the random one.
+    """
+    eligible, _ = eligible_masks(clf, encoding, check_segment(segment))
+    empty = [i for i, e in enumerate(eligible) if not e.any()]
+    if empty:
+        where = "segment A (the first text of each pair)" if encoding.is_pair and segment == "first" else "text"
+        warn(f"{len(empty)} of {len(encoding)} example(s) have an empty {where}, so masking never changes them "
+             f"(indices {empty[:10]}{' ...' if len(empty) > 10 else ''}); they keep their clean prediction at "
+             "every ratio and pull the curve towards the random one.", FaithfulnessWarning)
+
 
 def encoded_curve(clf, encoding, target_idx, method, *, ratios=None, recursive=None, segment="first",
                    metric=None, random_state=None, importances=None, batch_size=None, endpoints=None,
                    **method_params):
-    metric = get_metric("accuracy" if metric is None else metric)
+    metric = resolve_metric(clf, metric)
     label = (method if isinstance(method, str) else "precomputed") if importances is not None \
         else get_measure(method).name
+    _warn_if_unmaskable(clf, encoding, segment)
     steps = iter_explainer_masking(clf, encoding, target_idx, method, ratios, recursive, segment,
                                    importances=importances, random_state=random_state, batch_size=batch_size,
                                    **method_params)
     return _curve_frame(clf, encoding, clf.classes_[target_idx], steps, metric, label, segment, endpoints)
 
 
+@reports_truncation_once
 def faithfulness_curve(
     clf,
     X,
@@ -120,7 +198,10 @@ def faithfulness_curve(
         Mask segment A only (the paper; segment B of pairs is context) or
         every non-special token.
     metric : str, Metric or callable, optional
-        Default ``"accuracy"``; any name :func:`fmmlearn.metrics.get_metric`
+        Default: the primary metric of the paper dataset ``clf.dataset``
+        when set (e.g. by ``FaithfulTextClassifier.for_paper_dataset``:
+        macro-F1 for CB, IMDB, MIMIC, MRPC, QQP, MCC for CoLA), else
+        ``"accuracy"``.  Any name :func:`fmmlearn.metrics.get_metric`
         knows (``"macro_f1"``, ``"matthew"``, ``"loss"``/``"log_loss"`` =
         cross-entropy from the probabilities, scikit-learn scorer names) or
         a callable ``metric(y_true, y_pred)``.
@@ -179,6 +260,7 @@ def _iter_random_masking(clf, encoding, grid, seed: int) -> Iterator[tuple[float
         yield ratio, [ids[i, :n] for i, n in enumerate(encoding.lengths)]
 
 
+@reports_truncation_once
 def random_masking_curve(clf, X, y, ratios=None, metric=None, random_state=None) -> pd.DataFrame:
     """Performance under random masking of all maskable tokens (both segments), ratio by ratio.
 
@@ -198,7 +280,8 @@ def random_masking_curve(clf, X, y, ratios=None, metric=None, random_state=None)
     ratios : array-like of float, optional
         Default ``0, 0.1, ..., 1.0``.
     metric : str, Metric or callable, optional
-        Default ``"accuracy"`` (see :func:`faithfulness_curve`).
+        Default: ``clf.dataset``'s primary metric, else ``"accuracy"`` (see
+        :func:`faithfulness_curve`).
     random_state : int, optional
         Default ``clf.random_state``.
 
@@ -212,5 +295,4 @@ def random_masking_curve(clf, X, y, ratios=None, metric=None, random_state=None)
     encoding = clf.encode(X)
     target_idx, y_true = gold_targets(clf, encoding, y)
     steps = _iter_random_masking(clf, encoding, grid, resolve_seed(random_state, clf.random_state))
-    return _curve_frame(clf, encoding, y_true, steps, get_metric("accuracy" if metric is None else metric),
-                        RANDOM_MASKING, "all")
+    return _curve_frame(clf, encoding, y_true, steps, resolve_metric(clf, metric), RANDOM_MASKING, "all")

@@ -83,7 +83,7 @@ def iter_batch_masking(
     importance: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
     autocast_dtype: torch.dtype | None = None,
-    internal_batch_size: int = 64,
+    internal_batch_size: int | None = None,
     **method_params,
 ) -> Iterator[tuple[float, torch.Tensor]]:
     """Explainer masking of one batch (docs/faithfulness.md), one step per ratio.
@@ -120,7 +120,9 @@ def iter_batch_masking(
         Random source of ``rand``.
     autocast_dtype : torch.dtype, optional
         Autocast for the measure's forward passes.
-    internal_batch_size : int, default=64
+    internal_batch_size : int, optional
+        Rows per forward pass of the measure; default: the probed best size
+        (see :func:`fmmlearn.importance.compute_importance`).
     **method_params
         Passed to the measure.
 
@@ -188,7 +190,7 @@ def iter_explainer_masking(
     random_state=None,
     batch_size: int | None = None,
     precision: str | None = None,
-    internal_batch_size: int = 64,
+    internal_batch_size: int | None = None,
     **method_params,
 ) -> Iterator[tuple[float, list]]:
     """Explainer masking of an encoded set, yielding the masked ids at every ratio.
@@ -223,10 +225,12 @@ def iter_explainer_masking(
         ``clf.inference_batch_size_`` otherwise (as in ``explain``, so the
         same scores come out).
     precision : {None, "auto", "fp32", "bf16", "fp16"}, default=None
-        ``None``: the classifier's inference precision for forward-only
-        measures, fp32 for gradient measures.
-    internal_batch_size : int, default=64
-        Perturbed copies per forward pass (leave-one-out, beam search, IG).
+        ``None``: fp32 for every measure.  ``"auto"``: gradient measures use
+        the classifier's inference precision; leave-one-out and beam search
+        stay in fp32 (see :func:`fmmlearn.modeling.autocast_dtype_for`).
+    internal_batch_size : int, optional
+        Perturbed copies per forward pass (leave-one-out, beam search, IG);
+        default: the probed best size.
     **method_params
         Passed to the measure.
 
@@ -276,7 +280,7 @@ def _masked_sets(clf, encoding, targets, measure, grid, scores, batch_size, opti
         return [ids for _, ids in steps]
 
     return map_batches(run, encoding.lengths, batch_size, ragged=True, desc=f"faithfulness ({label})",
-                       verbose=getattr(clf, "verbose", 0))
+                       verbose=getattr(clf, "verbose", 0), generator=options["generator"])
 
 
 def _padded(scores: list, idx, width: int) -> torch.Tensor:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from numbers import Real
 from typing import NamedTuple
@@ -14,8 +15,10 @@ from .._bootstrap import mean_ci
 from .._labels import gold_targets
 from .._random import derive_seed, resolve_seed
 from .._validation import check_ratios, check_segment, positive_int
+from .._warnings import reports_truncation_once, warn
+from ..exceptions import FaithfulnessWarning
 from ..importance import get_measure
-from ._area import acu, racu
+from ._area import acu, flat_baseline_reason, racu
 from ._curves import BASELINE, encoded_curve
 
 __all__ = ["DEFAULT_REPORT_METHODS", "FaithfulnessReport", "faithfulness_report"]
@@ -47,12 +50,20 @@ class FaithfulnessReport(NamedTuple):
 
         return plot_faithfulness(self.curves, ax=ax, path=path)
 
+    def _repr_html_(self) -> str:
+        """Notebook display: the summary table and the curves (see :func:`fmmlearn.html.report_html`)."""
+        from ..html import report_html
+
+        return report_html(self, full_page=False)
+
 
 
 def _summary_row(measure, curves: list, baselines: list, confidence_level: float) -> dict:
     # A deterministic measure has one curve, scored against every repeat's baseline.
     pairs = zip(curves if len(curves) == len(baselines) else curves * len(baselines), baselines)
-    scores = [(acu(c, b), racu(c, b)) for c, b in pairs]
+    with warnings.catch_warnings():  # one warning per report says why (faithfulness_report)
+        warnings.simplefilter("ignore", FaithfulnessWarning)
+        scores = [(acu(c, b), racu(c, b)) for c, b in pairs]
     acu_ci = mean_ci([s[0] for s in scores], confidence_level)
     racu_ci = mean_ci([s[1] for s in scores], confidence_level)
     return {"method": measure.name, "metric": curves[0]["metric"].iloc[0], "signed": measure.signed,
@@ -65,6 +76,7 @@ def _tagged(curve: pd.DataFrame, repeat: int, role: str) -> pd.DataFrame:
     return curve.assign(repeat=repeat, role=role)
 
 
+@reports_truncation_once
 @validate_params(
     {"n_repeats": [positive_int()], "batch_size": [positive_int(), None],
      "confidence_level": [Interval(Real, 0, 1, closed="neither")]},
@@ -105,7 +117,8 @@ def faithfulness_report(
     random_state : int, optional
         Default ``clf.random_state``.
     metric : str, Metric or callable, optional
-        Default ``"accuracy"``.
+        Default: the primary metric of ``clf.dataset`` (a paper dataset),
+        else ``"accuracy"``.
     segment : {"first", "all"}, default="first"
     batch_size : int, optional
     confidence_level : float, default=0.95
@@ -137,4 +150,13 @@ def faithfulness_report(
         curves = [curve(measure, random_state=derive_seed(seed, 1, i)) for i in range(n_repeats if stochastic else 1)]
         frames += [_tagged(c, i, "method") for i, c in enumerate(curves)]
         rows.append(_summary_row(measure, curves, baselines, confidence_level))
+    _warn_undefined_racu(clf, encoding, target_idx, rows, n_repeats)
     return FaithfulnessReport(pd.concat(frames, ignore_index=True), pd.DataFrame(rows))
+
+
+def _warn_undefined_racu(clf, encoding, target_idx, rows: list, n_repeats: int) -> None:
+    """One :class:`FaithfulnessWarning` naming the methods whose RACU is NaN in some repeats, and why."""
+    undefined = {row["method"]: n_repeats - row["n_repeats"] for row in rows if row["n_repeats"] < n_repeats}
+    if undefined:
+        which = ", ".join(f"{method} ({n} of {n_repeats} repeats)" for method, n in undefined.items())
+        warn(f"RACU is NaN for {which}: {flat_baseline_reason(clf, encoding, target_idx)}.", FaithfulnessWarning)

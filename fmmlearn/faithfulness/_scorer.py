@@ -13,11 +13,12 @@ from sklearn.utils._param_validation import validate_params
 from .._labels import gold_targets
 from .._random import derive_seed, resolve_seed
 from .._validation import DEFAULT_RATIOS, StrictInterval, check_ratios, check_segment, positive_int
+from .._warnings import reports_truncation_once, warn
 from ..exceptions import FaithfulnessWarning
 from ..importance import get_measure
 from ..metrics import get_metric
-from ._area import acu, racu
-from ._curves import BASELINE, encoded_curve
+from ._area import acu, flat_baseline_reason, racu
+from ._curves import BASELINE, encoded_curve, resolve_metric
 from ._loop import _resolve_recursive, eligible_masks
 
 __all__ = ["faithful_refit", "faithfulness_score", "make_faithfulness_scorer"]
@@ -46,7 +47,7 @@ class _FaithfulnessScorer:
     ``n_jobs > 1``.
     """
 
-    def __init__(self, method="loo-sign", metric="accuracy", ratios=DEFAULT_RATIOS, relative=True, n_random=1,
+    def __init__(self, method="loo-sign", metric=None, ratios=DEFAULT_RATIOS, relative=True, n_random=1,
                  random_state=0, segment="first", recursive=None, max_samples=None, method_params=None):
         self.method = method
         self.metric = metric
@@ -80,6 +81,7 @@ class _FaithfulnessScorer:
         rows = X.iloc[keep] if isinstance(X, (pd.Series, pd.DataFrame)) else [X[i] for i in keep]
         return rows, np.asarray(y)[keep]
 
+    @reports_truncation_once
     def __call__(self, estimator, X, y, **kwargs) -> float:
         """Score a fitted classifier on ``(X, y)``: NaN with a warning if no curve can be formed."""
         X, y = self._subsample(X, y)
@@ -95,13 +97,15 @@ class _FaithfulnessScorer:
                                random_state=derive_seed(seed, 1), **options, **self.method_params)
         baseline = _baseline_values(estimator, encoding, target_idx,
                                     [derive_seed(seed, 0, i) for i in range(self.n_random)], **options)
-        direction = get_metric(self.metric).greater_is_better
+        direction = resolve_metric(estimator, self.metric).greater_is_better
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FaithfulnessWarning)
             value = (racu if self.relative else acu)(curve, baseline, greater_is_better=direction)
         if not np.isfinite(value):
-            warnings.warn("the random curve is flat (masking does not change the metric), so RACU is undefined; "
-                          "the faithfulness score is NaN.", FaithfulnessWarning, stacklevel=2)
+            reason = flat_baseline_reason(estimator, encoding, target_idx) if self.relative else \
+                "the curves are not finite"
+            warn(f"{'RACU' if self.relative else 'ACU'} is undefined: {reason}; the faithfulness score is NaN.",
+                 FaithfulnessWarning)
         return float(value)
 
 
@@ -112,7 +116,7 @@ class _FaithfulnessScorer:
 def make_faithfulness_scorer(
     method="loo-sign",
     *,
-    metric="accuracy",
+    metric=None,
     ratios=None,
     relative: bool = True,
     n_random: int = 1,
@@ -133,9 +137,10 @@ def make_faithfulness_scorer(
         Importance measure.  Leave-one-out costs ``n + 1`` forward passes per
         example and step; ``inp-grad-sign`` (one backward pass) is much cheaper
         for model selection.
-    metric : str, Metric or callable, default="accuracy"
+    metric : str, Metric or callable, optional
         Performance metric of the curves (``"loss"`` works too; the score
-        stays greater-is-better).
+        stays greater-is-better).  Default: the primary metric of the scored
+        estimator's paper dataset (``estimator.dataset``), else accuracy.
     ratios : array-like of float, optional
         Must start at 0 and end at 1; default ``0, 0.1, ..., 1``.
     relative : bool, default=True
@@ -175,7 +180,8 @@ def make_faithfulness_scorer(
     """
     measure = get_measure(method)
     measure.bind({k: v for k, v in method_params.items() if k not in _FRAME_OPTIONS})
-    get_metric(metric)
+    if metric is not None:
+        get_metric(metric)
     grid = tuple(check_ratios(ratios, endpoints=True).tolist())
     check_segment(segment)
     _resolve_recursive(measure, recursive, False)
@@ -188,7 +194,10 @@ _DEFAULT_SCORER = _FaithfulnessScorer()
 
 
 def faithfulness_score(estimator, X, y) -> float:
-    """RACU of ``loo-sign`` against the ``rand`` curve, accuracy, ratios 0..1: a ready-made scorer.
+    """RACU of ``loo-sign`` against the ``rand`` curve, ratios 0..1: a ready-made scorer.
+
+    Curves use the primary metric of ``estimator.dataset`` (a paper dataset,
+    e.g. set by ``FaithfulTextClassifier.for_paper_dataset``), else accuracy.
 
     Greater is better; NaN (with a :class:`FaithfulnessWarning`) when no curve
     can be formed.  Use :func:`make_faithfulness_scorer` for other settings.

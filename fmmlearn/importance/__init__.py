@@ -44,7 +44,7 @@ def compute_importance(
     eligible: torch.Tensor,
     generator: torch.Generator | None = None,
     autocast_dtype: torch.dtype | None = None,
-    internal_batch_size: int = 64,
+    internal_batch_size: int | None = None,
     **method_params,
 ) -> torch.Tensor:
     """Importance of every token of a batch for the target-class logit.
@@ -72,9 +72,14 @@ def compute_importance(
         Random source of ``rand``.
     autocast_dtype : torch.dtype, optional
         Run the model under autocast with this dtype (``None``: as it is).
-    internal_batch_size : int, default=64
-        Rows (perturbed copies or path points) per forward pass; a chunk that
-        runs out of memory is halved and retried.
+        Differences of target logits (leave-one-out, beam search) are always
+        taken in fp32.
+    internal_batch_size : int, optional
+        Rows (perturbed copies or path points) per forward pass.  Default:
+        rows of one length are packed across examples into passes of the
+        number of tokens a one-off probe found fastest for this model
+        (:func:`fmmlearn.modeling.tokens_per_forward`).  A pass that runs out
+        of memory is halved and retried.
     **method_params
         Parameters of the measure, e.g. ``n_steps``, ``baseline``, ``rule``,
         ``variant`` for integrated gradients.
@@ -97,12 +102,13 @@ def compute_importance(
     """
     measure = get_measure(method)
     params = measure.bind(method_params)
-    if isinstance(internal_batch_size, bool) or not isinstance(internal_batch_size, numbers.Integral) \
-            or internal_batch_size < 1:
-        raise ValueError(f"internal_batch_size must be a positive integer, got {internal_batch_size!r}.")
+    if internal_batch_size is not None and (isinstance(internal_batch_size, bool) or not isinstance(
+            internal_batch_size, numbers.Integral) or internal_batch_size < 1):
+        raise ValueError(f"internal_batch_size must be None or a positive integer, got {internal_batch_size!r}.")
     _check_shapes(batch, target, eligible)
     problem = Problem(model, batch, target.to(batch.input_ids.device), eligible.to(batch.input_ids.device),
-                      int(mask_token_id), generator, autocast_dtype, int(internal_batch_size))
+                      int(mask_token_id), generator, autocast_dtype,
+                      None if internal_batch_size is None else int(internal_batch_size))
     with inference_context(model):
         scores = measure.fn(problem, **params)
     scores = scores.float()

@@ -4,9 +4,12 @@ Every measure receives a :class:`Problem` (model, batch, target classes,
 eligible positions and the knobs common to all measures) and evaluates the
 model on *rows*: copies of the batch's examples, each with its own ids or
 embeddings (a masked copy for leave-one-out, an interpolation step for
-integrated gradients).  Rows are run in chunks of ``internal_batch_size``,
-longest first, each chunk cut to the longest real length it holds, so short
-examples are never run at the batch's padded width.
+integrated gradients).  :func:`plan_chunks` packs the rows into forward
+passes longest first, by exact length across examples (no padding inside a
+pass) wherever a length has enough rows, so short examples are never run at
+the batch's padded width; the size of a pass is ``internal_batch_size`` rows,
+or, by default, the number of tokens a one-off probe found fastest
+(:func:`fmmlearn.modeling.tokens_per_forward`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import numpy as np
 import torch
 
 from ..encoding import Batch
-from ..modeling import autocast, logits_of, run_in_batches
+from ..modeling import autocast, logits_of, run_in_batches, tokens_per_forward
 
 __all__ = [
     "Problem",
@@ -28,6 +31,7 @@ __all__ = [
     "gradient_mode",
     "inference_context",
     "model_kwargs",
+    "plan_chunks",
     "weighted_gradients",
 ]
 
@@ -50,8 +54,9 @@ class Problem:
     mask_token_id : int
     generator : torch.Generator or None
     autocast_dtype : torch.dtype or None
-    internal_batch_size : int
-        Rows (example copies) per forward pass.
+    internal_batch_size : int or None
+        Rows (example copies) per forward pass; ``None``: as many rows as
+        fill the probed number of tokens per pass (:meth:`rows_per_forward`).
     """
 
     model: torch.nn.Module
@@ -61,7 +66,7 @@ class Problem:
     mask_token_id: int
     generator: torch.Generator | None
     autocast_dtype: torch.dtype | None
-    internal_batch_size: int
+    internal_batch_size: int | None
 
     @property
     def device(self) -> torch.device:
@@ -73,6 +78,26 @@ class Problem:
         mask = self.batch.attention_mask.bool()
         cols = torch.arange(1, mask.shape[1] + 1, device=mask.device)
         return (mask * cols).amax(dim=1).clamp_min(1)
+
+    def rows_per_forward(self) -> Callable[[int], int]:
+        """Rows per forward pass as a function of the rows' width (see :func:`plan_chunks`)."""
+        if self.internal_batch_size is not None:
+            return lambda width: self.internal_batch_size
+        widths = self.widths
+        longest = int(widths.argmax())
+        probe_width = min(32, int(widths[longest]))
+
+        def make_inputs(rows, width):
+            # The batch's longest example, cut to `width` and repeated: valid inputs for any model.
+            inputs = {"input_ids": self.batch.input_ids[longest : longest + 1, :width].expand(rows, width),
+                      "attention_mask": torch.ones(rows, width, dtype=torch.long, device=self.device)}
+            if self.batch.token_type_ids is not None:
+                inputs["token_type_ids"] = self.batch.token_type_ids[longest : longest + 1, :width].expand(rows, width)
+            return inputs
+
+        tokens = tokens_per_forward(self.model, make_inputs, device=self.device, dtype=self.autocast_dtype,
+                                    width=probe_width)
+        return lambda width: max(1, tokens // max(1, int(width)))
 
 
 def model_kwargs(batch: Batch, rows: torch.Tensor, width: int) -> dict:
@@ -89,10 +114,49 @@ def embed(model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
         return model.get_input_embeddings()(input_ids)
 
 
-def _chunks(widths: torch.Tensor, size: int) -> list[np.ndarray]:
-    """Row indices longest first, ``size`` rows per chunk (similar widths share a chunk)."""
-    order = np.argsort(-widths.cpu().numpy(), kind="stable")
-    return [order[i : i + size] for i in range(0, len(order), size)]
+def plan_chunks(widths, rows_per_forward: Callable[[int], int]) -> list[np.ndarray]:
+    """Rows per forward pass: longest first, by exact width, small remainders merged downwards.
+
+    Rows of one width fill passes of ``rows_per_forward(width)`` rows, so a pass
+    holds a single length (no padding) whenever that width has rows enough.
+    What is left of a width becomes its own pass when it fills at least half
+    of one; a smaller remainder (the gradient measures have one row per
+    example) is topped up with the next, shorter rows, padded to its width,
+    rather than run as a pass of a few rows.
+
+    Parameters
+    ----------
+    widths : array-like of int
+        Unpadded length of every row.
+    rows_per_forward : callable
+        ``rows_per_forward(width) -> int``, at least 1.
+
+    Returns
+    -------
+    list of ndarray of int64
+        Row indices per pass; every row exactly once, the widest pass first.
+    """
+    widths = np.asarray(widths, dtype=np.int64)
+    order = np.argsort(-widths, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(widths[order]) != 0])
+    chunks, pending, capacity = [], np.empty(0, dtype=np.int64), 0
+    for group in np.split(order, starts[1:]) if len(order) else []:
+        if len(pending):
+            if 2 * len(pending) < capacity:  # too few rows for a pass of their own: top up with this width
+                take = capacity - len(pending)
+                pending, group = np.concatenate([pending, group[:take]]), group[take:]
+            if 2 * len(pending) >= capacity or len(pending) == capacity:
+                chunks.append(pending)
+                pending = np.empty(0, dtype=np.int64)
+        if not len(group):
+            continue
+        capacity = max(1, int(rows_per_forward(int(widths[group[0]]))))
+        full = len(group) - len(group) % capacity
+        chunks.extend(group[i : i + capacity] for i in range(0, full, capacity))
+        pending = group[full:]
+    if len(pending):
+        chunks.append(pending)
+    return chunks
 
 
 def _target_logits(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -145,7 +209,7 @@ def evaluate_rows(
 
     # Writing into `out` inside `run` keeps memory flat; a chunk that runs out
     # of memory is halved before anything of it was written.
-    run_in_batches(run, _chunks(widths, problem.internal_batch_size))
+    run_in_batches(run, plan_chunks(widths.cpu().numpy(), problem.rows_per_forward()))
     return out
 
 
@@ -210,5 +274,5 @@ def weighted_gradients(
         weights = weight_of_row[rows_t].to(grad.dtype)[:, None, None]
         total[:, :width].index_add_(0, examples, (grad * weights).to(total.dtype))
 
-    run_in_batches(run, _chunks(widths, problem.internal_batch_size))
+    run_in_batches(run, plan_chunks(widths.cpu().numpy(), problem.rows_per_forward()))
     return total

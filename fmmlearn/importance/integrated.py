@@ -44,6 +44,8 @@ def check_params(*, absolute=False, n_steps=20, baseline="pad", rule="riemann_ri
         raise ValueError(f"rule='riemann_trapezoid' needs n_steps >= 2, got {n_steps}.")
     if not (baseline in BASELINES or (isinstance(baseline, numbers.Integral) and not isinstance(baseline, bool))):
         raise ValueError(f"baseline must be one of {BASELINES} or a token id, got {baseline!r}.")
+    if isinstance(baseline, numbers.Integral) and baseline < 0:
+        raise ValueError(f"baseline={baseline} is not a token id: ids are >= 0.")
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}.")
     if baseline_positions is not None and baseline_positions not in BASELINE_POSITIONS:
@@ -79,6 +81,14 @@ def path_points(n_steps: int, rule: str = "riemann_right") -> tuple[np.ndarray, 
     return (nodes + 1) / 2, weights / 2
 
 
+def _checked_token_id(token: int, vocab_size: int) -> int:
+    """``token`` if the embedding table has a row for it, else a ``ValueError`` naming ``baseline``."""
+    if not 0 <= token < vocab_size:
+        raise ValueError(f"baseline={token} is not a token id of the model: its embeddings hold ids 0 to "
+                         f"{vocab_size - 1}.")
+    return token
+
+
 def _baseline_vector(problem: Problem, baseline, pad_token_id) -> torch.Tensor:
     weight = problem.model.get_input_embeddings().weight
     if baseline == "zero":
@@ -92,7 +102,7 @@ def _baseline_vector(problem: Problem, baseline, pad_token_id) -> torch.Tensor:
             raise ValueError("baseline='pad' needs the padding token id: the model config has no "
                              "pad_token_id, so pass pad_token_id=...")
     else:
-        token = int(baseline)
+        token = _checked_token_id(int(baseline), weight.shape[0])
     ids = torch.tensor([token], device=problem.device)
     return embed(problem.model, ids)[0]
 

@@ -35,6 +35,7 @@ class Measure:
         Parameters fixed by the name (e.g. ``{"absolute": True}``).
     uses_gradients : bool
         Needs a backward pass (so it runs in fp32 unless told otherwise).
+        Forward-only measures run in fp32 too, even under ``precision="auto"``.
     description : str
     check : callable or None
         Validates user parameters before any computation.
@@ -49,6 +50,13 @@ class Measure:
     uses_gradients: bool = False
     description: str = ""
     check: Callable | None = field(default=None, repr=False)
+
+    @property
+    def precision_family(self) -> str:
+        """``"gradient"`` for gradient measures, ``"forward"`` for the rest (see
+        :data:`fmmlearn.modeling.PRECISION_FAMILIES`): forward-only measures rank
+        tokens by target-logit differences and run in fp32 by default."""
+        return "gradient" if self.uses_gradients else "forward"
 
     def accepted_params(self) -> list[str]:
         """Names of the keyword parameters a user may pass."""

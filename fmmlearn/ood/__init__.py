@@ -13,7 +13,8 @@ example, small meaning "out of distribution", in three levels:
 One concept per module:
 
 * ``_ecdf`` -- the empirical-CDF kernels (:func:`empirical_cdf`);
-* ``_combine`` -- :func:`simes_pvalue`, :func:`fisher_pvalue`, :func:`summarize_pvalues`;
+* ``_combine`` -- :func:`simes_pvalue`, :func:`geometric_mean_pvalue`, :func:`fisher_pvalue`,
+  :func:`summarize_pvalues` (dataset-level p-values valid for dependent p-values);
 * ``_masf`` -- the :class:`MaSF` estimator and :func:`min_calibration_size`;
 * ``_features`` -- :func:`hidden_state_features` (max-pooled hidden states of a
   fitted classifier), :func:`mask_like_training` and :func:`calibration_features`;
@@ -26,21 +27,23 @@ The statistics need only numpy and scipy; the classifier integration
 """
 
 from .._lazy import attach
-from ._combine import DEFAULT_THRESHOLDS, fisher_pvalue, simes_pvalue, summarize_pvalues
+from ._combine import DEFAULT_THRESHOLDS, fisher_pvalue, geometric_mean_pvalue, simes_pvalue, summarize_pvalues
 from ._ecdf import empirical_cdf
 from ._masf import CALIBRATIONS, MaSF, MaSFStatistics, min_calibration_size
 
 # public name -> submodule that defines it (loaded on first access: these need torch)
 _LAZY = {
     "calibration_features": "._features",
+    "calibration_groups": "._features",
     "hidden_state_features": "._features",
     "mask_like_training": "._features",
+    "REFERENCE_ONLY_COLUMNS": "._report",
     "REPORT_COLUMNS": "._report",
     "in_distribution_report": "._report",
 }
 
 __all__ = sorted(["CALIBRATIONS", "DEFAULT_THRESHOLDS", "MaSF", "MaSFStatistics", "empirical_cdf", "fisher_pvalue",
-                  "min_calibration_size", "simes_pvalue", "summarize_pvalues", *_LAZY])
+                  "geometric_mean_pvalue", "min_calibration_size", "simes_pvalue", "summarize_pvalues", *_LAZY])
 
 
 __getattr__, __dir__ = attach(__name__, _LAZY, globals())

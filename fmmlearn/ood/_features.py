@@ -13,15 +13,17 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import resolve_seed
 from .._validation import positive_int
+from .._warnings import reports_truncation_once
 from ..encoding import collate
 from ..masking import mask_training_batch
 from ..modeling import autocast, map_batches
-from ..training import LengthGroupedBatchSampler
+from ..training import training_batch_sampler
 from ._checks import _check_dtype
 
-__all__ = ["calibration_features", "hidden_state_features", "mask_like_training"]
+__all__ = ["calibration_features", "calibration_groups", "hidden_state_features", "mask_like_training"]
 
 
+@reports_truncation_once
 @validate_params({"batch_size": [positive_int(), None]}, prefer_skip_nested_validation=True)
 def hidden_state_features(clf, X=None, *, encoding=None, input_ids=None, batch_size=None, dtype=np.float32):
     """Max-pooled hidden states of every layer: the MaSF features of docs/ood.md.
@@ -142,11 +144,13 @@ def _check_input_ids(input_ids, encoding):
 def mask_like_training(clf, encoding, *, dist_repeats=1, random_state=None):
     """Mask encoded examples exactly like ``fit`` masks its training batches (docs/ood.md).
 
-    Per repeat, the examples are shuffled into length-grouped batches of
-    ``clf.batch_size`` and each batch is masked with ``clf.masking_strategy``
-    and ``clf.max_masking_ratio`` (``half-det``: the first half of each batch
-    clean, the rest with random-max masking).  The generators are the
-    training loop's: batch order ``numpy.random.default_rng(seed)``, masks
+    Per repeat, the examples are shuffled into batches of ``clf.batch_size``
+    the way ``fit`` draws them (length-grouped, or uniformly shuffled when
+    ``clf.group_by_length`` is False) and each batch is masked with
+    ``clf.masking_strategy`` and ``clf.max_masking_ratio`` (``half-det``: the
+    first half of each batch clean, the rest with random-max masking).  The
+    sampler and generators are the training loop's: batch order
+    ``numpy.random.default_rng(seed)``, masks
     ``torch.Generator().manual_seed(seed)``, so repeat ``k`` of the training
     set with the fit's seed draws exactly the masks of epoch ``k + 1``.  With
     ``max_masking_ratio=0`` (plain fine-tuning) every copy is clean.
@@ -179,7 +183,9 @@ def mask_like_training(clf, encoding, *, dist_repeats=1, random_state=None):
     # The training loop's own sampler and masking function, seeded like MaskedFineTuningNet.initialize.
     order_rng, mask_rng = np.random.default_rng(seed), torch.Generator(device="cpu").manual_seed(seed)
     lengths = encoding.lengths
-    sampler = LengthGroupedBatchSampler(lengths, clf.batch_size, shuffle=True, generator=order_rng)
+    # A classifier without the attribute (a duck-typed wrapper) batches like the default fit.
+    sampler = training_batch_sampler(lengths, clf.batch_size, order_rng,
+                                     group_by_length=getattr(clf, "group_by_length", True))
     for repeat in range(dist_repeats):
         for idx in sampler:
             batch = collate(encoding, idx, clf.tokenizer_.pad_token_id)
@@ -190,9 +196,11 @@ def mask_like_training(clf, encoding, *, dist_repeats=1, random_state=None):
     return repeated, masked
 
 
-@validate_params({"dist_repeats": [positive_int()], "batch_size": [positive_int(), None]},
-                 prefer_skip_nested_validation=True)
-def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, batch_size=None, dtype=np.float32):
+@reports_truncation_once
+@validate_params({"dist_repeats": [positive_int()], "batch_size": [positive_int(), None],
+                  "return_groups": ["boolean"]}, prefer_skip_nested_validation=True)
+def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, batch_size=None, dtype=np.float32,
+                         return_groups=False):
     """MaSF calibration features: ``X_calib`` masked like the training batches, then max-pooled (docs/ood.md).
 
     Parameters
@@ -209,18 +217,33 @@ def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, bat
     batch_size : int, optional
         Forward-pass batch size (see :func:`hidden_state_features`).
     dtype : {numpy.float32, numpy.float16}, default=numpy.float32
+    return_groups : bool, default=False
+        Also return the example id of every row, for ``MaSF.fit(...,
+        groups=...)``: the copies of one example must share a calibration
+        fold (docs/ood.md).
 
     Returns
     -------
     features : ndarray of shape (len(X_calib) * dist_repeats, L + 1, hidden_size)
         Copy ``k`` of example ``i`` is row ``k * len(X_calib) + i``.
+    groups : ndarray of shape (len(X_calib) * dist_repeats,)
+        Only with ``return_groups=True``: ``i`` for every copy of example ``i``.
 
     Examples
     --------
-    >>> masf = MaSF().fit(calibration_features(clf, X_valid))              # doctest: +SKIP
-    >>> masf.pvalues(hidden_state_features(clf, X_test))                   # doctest: +SKIP
+    >>> features, groups = calibration_features(clf, X_valid, dist_repeats=3,   # doctest: +SKIP
+    ...                                         return_groups=True)
+    >>> masf = MaSF().fit(features, groups=groups)                             # doctest: +SKIP
+    >>> masf.pvalues(hidden_state_features(clf, X_test))                       # doctest: +SKIP
     """
-    return _masked_features(clf, clf.encode(X_calib, "X_calib"), dist_repeats, random_state, batch_size, dtype)
+    encoding = clf.encode(X_calib, "X_calib")
+    features = _masked_features(clf, encoding, dist_repeats, random_state, batch_size, dtype)
+    return (features, calibration_groups(len(encoding), dist_repeats)) if return_groups else features
+
+
+def calibration_groups(n_examples: int, dist_repeats: int) -> np.ndarray:
+    """Example id of each row of :func:`calibration_features` (copy ``k`` of example ``i`` is row ``k * n + i``)."""
+    return np.tile(np.arange(n_examples), dist_repeats)
 
 
 def _masked_features(clf, encoding, dist_repeats, random_state, batch_size=None, dtype=np.float32):

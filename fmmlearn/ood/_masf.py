@@ -33,7 +33,8 @@ class MaSF(BaseEstimator):
     ----------
     calibration : {"calibrated", "reference"}, default="calibrated"
         ``"calibrated"`` splits the calibration examples at random into three
-        disjoint folds, one per level, and uses conformal p-values
+        disjoint folds, one per level (all rows of one ``groups`` id in the
+        same fold), and uses conformal p-values
         ``(1 + #{a >= s}) / (N + 1)`` (two-sided ones doubled and clipped to
         1), so an in-distribution example gets ``p <= alpha`` with probability
         at most ``alpha``.  ``"reference"`` is exactly the paper's procedure
@@ -125,7 +126,7 @@ class MaSF(BaseEstimator):
 
     # -- fitting -------------------------------------------------------------------------------------
 
-    def fit(self, features, y=None):
+    def fit(self, features, y=None, *, groups=None):
         """Build the three levels of reference statistics from calibration features.
 
         Parameters
@@ -135,6 +136,13 @@ class MaSF(BaseEstimator):
             masked like the training batches).
         y : None
             Ignored; present for scikit-learn compatibility.
+        groups : array-like of shape (n_examples,), optional
+            Example id of each row.  Calibrated mode puts all rows of one id
+            into the same fold, as it must when rows are differently masked
+            copies of one example (``dist_repeats > 1``): copies are
+            correlated, and a copy in another fold would make the folds
+            dependent (docs/ood.md measures the effect).  Without ``groups``
+            every row is its own example.  Ignored in reference mode.
 
         Returns
         -------
@@ -144,7 +152,7 @@ class MaSF(BaseEstimator):
         self.dtype_ = _check_dtype(self.dtype)
         self.calibration_ = self.calibration
         X = _check_features(features, "features")
-        folds = self._fold_indices(X.shape[0])
+        folds = self._fold_indices(X.shape[0], _check_groups(groups, X.shape[0]))
         self.n_calibration_, self.n_layers_, self.hidden_size_ = X.shape
         self.fold_indices_ = folds
         self.level1_reference_, simes = self._fit_level1(X, folds[0])
@@ -175,8 +183,13 @@ class MaSF(BaseEstimator):
                 simes[chunk, layer] = self._simes_of_counts(n_less[chunk], n_equal[chunk], len(reference_rows))
         return references, simes
 
-    def _fold_indices(self, n):
-        """Indices of the level-1, -2 and -3 reference examples (identical in reference mode)."""
+    def _fold_indices(self, n, groups=None):
+        """Indices of the level-1, -2 and -3 reference examples (identical in reference mode).
+
+        With ``groups`` the groups, not the rows, are shuffled and split by
+        ``fold_fractions``; without, every row is a group of its own (the
+        same folds as ``groups=arange(n)``).
+        """
         if self.calibration == "reference":
             if n < _MIN_FOLD_SIZE:
                 raise ValueError(f"features has {n} example(s); calibration='reference' needs at least "
@@ -184,6 +197,8 @@ class MaSF(BaseEstimator):
             everything = np.arange(n)
             return everything, everything, everything
         fractions = _check_fold_fractions(self.fold_fractions)
+        if groups is not None:
+            return self._group_folds(groups, fractions)
         sizes = _fold_sizes(n, fractions)
         bounds = np.cumsum(sizes)
         if sizes.min() < _MIN_FOLD_SIZE:
@@ -200,6 +215,27 @@ class MaSF(BaseEstimator):
         order = check_random_state(self.random_state).permutation(n)
         # Sorted indices keep memory access to the features in order.
         return tuple(np.sort(fold) for fold in np.split(order, bounds[:2]))
+
+    def _group_folds(self, groups, fractions):
+        """Folds of whole groups: the groups are shuffled and split by ``fractions`` of their number."""
+        ids, group_of_row = np.unique(groups, return_inverse=True)
+        sizes = _fold_sizes(len(ids), fractions)
+        order = check_random_state(self.random_state).permutation(len(ids))
+        fold_of_group = np.empty(len(ids), dtype=np.int64)
+        fold_of_group[order] = np.repeat(np.arange(3), sizes)
+        fold_of_row = fold_of_group[group_of_row]
+        folds = tuple(np.flatnonzero(fold_of_row == k) for k in range(3))
+        rows = np.array([len(f) for f in folds])
+        if sizes.min() < 1 or rows.min() < _MIN_FOLD_SIZE:
+            raise ValueError(
+                f"features has {len(groups)} rows of {len(ids)} groups, too few for calibration='calibrated' "
+                f"with fold_fractions=({', '.join(f'{f:.3g}' for f in fractions)}): whole groups give the folds "
+                f"{tuple(int(r) for r in rows)} rows and each needs at least {_MIN_FOLD_SIZE}. Give more "
+                "calibration examples, change fold_fractions, or use calibration='reference'.")
+        if 1.0 / (rows[2] + 1) > 0.05:
+            warnings.warn(f"The level-3 fold has only {rows[2]} examples, so no p-value can be below "
+                          f"{1.0 / (rows[2] + 1):.3g}; use more calibration examples.", UserWarning, stacklevel=4)
+        return folds
 
     # -- scoring -------------------------------------------------------------------------------------
 
@@ -349,6 +385,17 @@ def _fewest_examples(fractions, level3_size):
     while _fold_sizes(n, fractions).min() < _MIN_FOLD_SIZE or _fold_sizes(n, fractions)[2] < level3_size:
         n += 1
     return n
+
+
+def _check_groups(groups, n):
+    """``groups`` as a 1-D array of ``n`` ids, or None."""
+    if groups is None:
+        return None
+    groups = np.asarray(groups)
+    if groups.ndim != 1 or len(groups) != n:
+        raise ValueError(f"groups must be a 1-D array with one example id per row of features ({n}); got shape "
+                         f"{groups.shape}.")
+    return groups
 
 
 def _check_fold_fractions(fold_fractions):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
@@ -9,19 +11,25 @@ from sklearn.utils.validation import check_is_fitted
 from .._labels import resolve_targets
 from .._random import derive_seed, resolve_seed
 from .._validation import check_ratios, check_segment, positive_int
+from .._warnings import reports_truncation_once
 from ..faithfulness._loop import iter_explainer_masking
 from ..importance import get_measure
 from ._checks import _check_thresholds
 from ._combine import DEFAULT_THRESHOLDS, summarize_pvalues
-from ._features import _masked_features, hidden_state_features
+from ._features import _masked_features, calibration_groups, hidden_state_features
 from ._masf import _MIN_FOLD_SIZE, MaSF, _check_fold_fractions, _fewest_examples, min_calibration_size
 
-__all__ = ["REPORT_COLUMNS", "in_distribution_report"]
+__all__ = ["REFERENCE_ONLY_COLUMNS", "REPORT_COLUMNS", "in_distribution_report"]
 
-#: Columns of :func:`in_distribution_report`, in order (``model`` follows when ``model_name`` is given).
-REPORT_COLUMNS = ("ratio", "threshold", "proportion", "simes_p", "fisher_p", "n_examples", "method", "calibration")
+#: Columns of :func:`in_distribution_report`, in order.  ``calibration="reference"`` appends
+#: :data:`REFERENCE_ONLY_COLUMNS`; ``model`` comes last when ``model_name`` is given.
+REPORT_COLUMNS = ("ratio", "threshold", "proportion", "simes_p", "geomean_p", "n_examples", "method", "calibration")
+#: Columns only reports of ``calibration="reference"`` have: the paper's dataset-level Fisher value,
+#: which assumes independent p-values and is invalid for MaSF's dependent ones (docs/ood.md).
+REFERENCE_ONLY_COLUMNS = ("fisher_p_reference_only",)
 
 
+@reports_truncation_once
 @validate_params({"dist_repeats": [positive_int()], "batch_size": [positive_int(), None]},
                  prefer_skip_nested_validation=True)
 def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=None, calibration="calibrated",
@@ -35,10 +43,12 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     faithfulness loop of docs/faithfulness.md (the top ``r`` share of segment-A tokens
     by ``method``'s importance for the gold label ``y_test``, the masks
     growing with ``r``), and each masked test set is scored: the share of
-    examples with ``p < threshold`` and the dataset-level Simes and Fisher
-    p-values.  In the paper, masked fine-tuned models mostly keep ``simes_p``
-    above 0.05 across the ratios, while plain ones drop below it once tokens
-    are masked (``docs/ood.md`` shows how to compare the two).
+    examples with ``p < threshold`` and dataset-level p-values of the whole
+    set that stay valid although the per-example p-values are dependent
+    (Simes, and e times the geometric mean).  In the paper, masked fine-tuned
+    models mostly keep ``simes_p`` above 0.05 across the ratios, while plain
+    ones drop below it once tokens are masked (``docs/ood.md`` shows how to
+    compare the two).
 
     Parameters
     ----------
@@ -70,7 +80,8 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
         Seeds the calibration masks, MaSF's folds and the ``rand`` measure;
         default ``clf.random_state``.
     dist_repeats : int, default=1
-        Differently masked copies of ``X_calib`` in the calibration set.
+        Differently masked copies of ``X_calib`` in the calibration set; the
+        copies of one example always share a calibration fold.
     fold_fractions : tuple of 3 floats, default=(1/3, 1/3, 1/3)
         Calibrated mode: see :class:`MaSF`.
     recursive : bool, optional
@@ -91,9 +102,12 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     report : pandas.DataFrame
         One row per (ratio, threshold), columns :data:`REPORT_COLUMNS`:
         ``ratio``, ``threshold``, ``proportion`` (share of test examples with
-        ``p < threshold``), ``simes_p`` and ``fisher_p`` (dataset-level,
-        repeated on each threshold's row), ``n_examples``, ``method``,
-        ``calibration`` (and ``model``).
+        ``p < threshold``), ``simes_p`` and ``geomean_p`` (dataset-level,
+        repeated on each threshold's row; see :func:`summarize_pvalues`),
+        ``n_examples``, ``method``, ``calibration``; then, for
+        ``calibration="reference"`` only, ``fisher_p_reference_only`` (the
+        paper's Fisher value, not valid for dependent p-values); then
+        ``model``.
 
     Raises
     ------
@@ -132,10 +146,13 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     steps = list(iter_explainer_masking(clf, test, target_idx, method, grid, recursive, segment,
                                         random_state=derive_seed(seed, 1), batch_size=batch_size, **method_params))
     features = _masked_features(clf, calib, dist_repeats, seed)
-    masf = _in_context("the calibration features of X_calib (masked like the training batches)", masf.fit, features)
+    # The copies of an example are correlated: they must share a fold (calibration_groups).
+    masf = _in_context("the calibration features of X_calib (masked like the training batches)",
+                       partial(masf.fit, groups=calibration_groups(len(calib), dist_repeats)), features)
     del features
     report = pd.concat([_ratio_rows(clf, masf, test, ratio, ids, levels) for ratio, ids in steps], ignore_index=True)
     report["method"], report["calibration"] = label, calibration
+    report = report[[*REPORT_COLUMNS, *(REFERENCE_ONLY_COLUMNS if calibration == "reference" else ())]]
     if model_name is not None:
         report["model"] = str(model_name)
     return report
@@ -171,7 +188,7 @@ def _ratio_rows(clf, masf, encoding, ratio, input_ids, levels):
     """The summary rows of one masked test set."""
     features = hidden_state_features(clf, encoding=encoding, input_ids=input_ids)
     p = _in_context(f"the features of X_test masked at ratio {ratio:g}", masf.pvalues, features)
-    rows = summarize_pvalues(p, levels)
+    rows = summarize_pvalues(p, levels, calibration=masf.calibration_)
     rows.insert(0, "ratio", ratio)
     rows["n_examples"] = len(encoding)
     return rows
