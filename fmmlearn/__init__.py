@@ -19,6 +19,7 @@ _EXPORTS = {
     "TruncationWarning": "fmmlearn.exceptions",
     "FittedClassifier": "fmmlearn._protocols",
     "MaSF": "fmmlearn.ood",
+    "InDistributionReport": "fmmlearn.ood",
     "summarize_pvalues": "fmmlearn.ood",
     "hidden_state_features": "fmmlearn.ood",
     "calibration_features": "fmmlearn.ood",

@@ -343,7 +343,6 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         accelerator, created = make_accelerator(self.accelerator, device=self.device, precision=self.precision,
                                                 gradient_accumulation_steps=self.gradient_accumulation_steps)
         device = resolve_device(self.device) if accelerator is None else torch.device(accelerator.device)
-        dtype = resolve_precision(self.precision, device)
         metric = get_metric(self._selection_metric())
 
         train_idx, valid_part = self._split_validation(texts, targets, validation_data, encoder, is_pair, seed)
@@ -359,6 +358,9 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
                 id2label={i: str(c) for i, c in enumerate(encoder.classes_)},
                 label2id={str(c): i for i, c in enumerate(encoder.classes_)},
             )
+            model = model.to(device)
+            # "auto" times this model's fp32 and bf16 forwards (eval mode, no random draws) before training
+            dtype = resolve_precision(self.precision, device, family="gradient", model=model)
             max_length = resolve_max_length(self.max_length, model, tokenizer, is_pair=is_pair)
             encoding = encode(tokenizer, texts, is_pair=is_pair, max_length=max_length, name="X")
             train_set = EncodedDataset(encoding.subset(train_idx), targets[train_idx])
@@ -367,7 +369,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             if valid_set is not None and self.validation != "clean" and self.max_masking_ratio > 0:
                 valid_set = self._mask_validation(valid_set, tokenizer, seed)
             net = self._make_net(
-                model.to(device), tokenizer, train_set, valid_set, device, dtype, seed, metric, len(encoder.classes_),
+                model, tokenizer, train_set, valid_set, device, dtype, seed, metric, len(encoder.classes_),
                 accelerator=accelerator,
             )
             try:

@@ -648,12 +648,12 @@ def _add_demo_parser(sub) -> None:
 def cmd_demo(args) -> dict:
     """``fmmlearn demo``: the plain-vs-masked study on tweets, its summary and report.html."""
     from .study import FaithfulnessStudy
-    from .study._engine import check_writable_dir
+    from .study._options import check_writable_dir
 
     preset = DEMO_PRESETS["quick" if args.quick else "full"]
     output = check_writable_dir(args.output, "--output")
     measures = list(args.measures or preset["measures"])
-    sizes = {k: getattr(args, k) if getattr(args, k) is not None else preset[k] for k in ("n_train", "n_valid", "n_test")}
+    sizes = {k: preset[k] if getattr(args, k) is None else getattr(args, k) for k in ("n_train", "n_valid", "n_test")}
     study = FaithfulnessStudy(
         args.model, masking_ratios=(0.0, 1.0), measures=measures, seeds=(args.seed,), **sizes,
         max_examples={m: n for m, n in preset["max_examples"].items() if m in measures},
@@ -1007,6 +1007,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _is_user_error(error: BaseException) -> bool:
     """Errors a user can fix (bad files, columns, arguments), shown as one line instead of a traceback."""
     if isinstance(error, (ValueError, TypeError, OSError, KeyError)):  # pandas/pyarrow parse errors are ValueErrors
+        return True
+    if isinstance(error, ImportError) and "pip install" in str(error):  # a missing extra, with the command to fix it
         return True
     arrow = sys.modules.get("pyarrow")
     return arrow is not None and isinstance(error, arrow.ArrowException)

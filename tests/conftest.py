@@ -8,29 +8,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import numpy as np
 import pytest
 import torch
 
+from helpers.data import make_sentiment
+from helpers.models import build_tiny_model
+
+
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-
-POSITIVE = ["good", "great", "fine", "nice", "happy", "superb"]
-NEGATIVE = ["bad", "awful", "poor", "sad", "ugly", "terrible"]
-FILLER = ["the", "a", "movie", "plot", "was", "really", "and", "it", "very", "story", "of", "this"]
-
-
-def make_sentiment(n, seed=0, min_words=3, max_words=9):
-    """Texts whose label is decided by one polar word among filler words."""
-    rng = np.random.default_rng(seed)
-    texts, labels = [], []
-    for i in range(n):
-        label = i % 2
-        words = list(rng.choice(FILLER, size=rng.integers(min_words, max_words)))
-        words.insert(int(rng.integers(0, len(words) + 1)), str(rng.choice(POSITIVE if label else NEGATIVE)))
-        texts.append(" ".join(words))
-        labels.append("pos" if label else "neg")
-    return texts, np.array(labels)
-
 
 @pytest.fixture(scope="session")
 def bundled_tokenizer():
@@ -39,29 +24,6 @@ def bundled_tokenizer():
     from fmmlearn.modeling import resolve_model_path
 
     return AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
-
-
-def build_tiny_model(path, tokenizer=None):
-    """Save a 2-layer, 32-wide random BERT with the bundled WordPiece tokenizer to ``path``."""
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    from fmmlearn.modeling import resolve_model_path
-
-    tokenizer = tokenizer or AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        num_labels=2,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    BertForSequenceClassification(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import make_sentiment
+from helpers.data import make_sentiment
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn.exceptions import FaithfulnessWarning, TruncationWarning
 from fmmlearn.faithfulness import acu, racu

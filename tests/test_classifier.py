@@ -10,7 +10,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, cross_validate
 
-from conftest import make_sentiment
+from helpers.data import make_sentiment
 from fmmlearn import FaithfulTextClassifier
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import make_sentiment
+from helpers.data import make_sentiment
 from fmmlearn import FaithfulTextClassifier, faithfulness_report
 from fmmlearn.cli import build_parser, labels_from, main, read_table, summary_path
 from fmmlearn.importance import MEASURE_NAMES

@@ -9,7 +9,7 @@ import fmmlearn
 from fmmlearn import FittedClassifier
 from fmmlearn._protocols import MaskedFittedClassifier
 
-from faithfulness_helpers import BagClassifier, word_weights
+from helpers.faithfulness import BagClassifier, word_weights
 
 
 def test_the_estimator_and_the_test_wrapper_implement_the_protocol(fitted_tiny, bundled_tokenizer):

@@ -12,8 +12,8 @@ from fmmlearn.faithfulness import _loop, faithfulness_curve, iter_explainer_mask
 from fmmlearn.faithfulness._curves import step_logits
 from fmmlearn.metrics import get_metric
 
-from conftest import make_sentiment
-from faithfulness_helpers import BagClassifier, word_weights
+from helpers.data import make_sentiment
+from helpers.faithfulness import BagClassifier, word_weights
 
 
 class CountingBag(BagClassifier):

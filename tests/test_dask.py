@@ -15,7 +15,7 @@ from sklearn.model_selection import GridSearchCV
 
 distributed = pytest.importorskip("distributed", reason="the distributed extra is part of the test extra")
 
-from conftest import make_sentiment
+from helpers.data import make_sentiment
 
 from fmmlearn import FaithfulTextClassifier, make_faithfulness_scorer
 from fmmlearn.study import FaithfulnessStudy

@@ -13,7 +13,7 @@ import torch
 from skorch.callbacks import Callback
 from sklearn.base import clone
 
-from conftest import make_sentiment
+from helpers.data import make_sentiment
 
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn import distributed

@@ -22,7 +22,7 @@ import torch
 
 pytest.importorskip("accelerate", reason="the distributed extra is part of the test extra")
 
-from conftest import make_sentiment
+from helpers.data import make_sentiment
 
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn.distributed import process_seed

@@ -28,8 +28,8 @@ from fmmlearn.faithfulness._erasure import _perturbed_encoding
 from fmmlearn.ood import MaSF, calibration_features
 from fmmlearn.plotting import plot_erasure
 
-from conftest import make_sentiment
-from faithfulness_helpers import BagClassifier, LinearBag, WrappedClassifier
+from helpers.data import make_sentiment
+from helpers.faithfulness import BagClassifier, LinearBag, WrappedClassifier
 
 # Most tests here pass no calibration data on purpose; the warning that says so is tested once.
 pytestmark = pytest.mark.filterwarnings("ignore:no X_calib or fitted masf:fmmlearn.exceptions.FaithfulnessWarning")

@@ -26,9 +26,9 @@ from fmmlearn.faithfulness import (
 from fmmlearn.masking import eligible_positions
 from fmmlearn.plotting import plot_faithfulness
 
-from conftest import make_sentiment
-from faithfulness_helpers import WrappedClassifier, bag  # noqa: F401 (bag is a fixture)
-from importance_helpers import PAIRS, make_batch, tiny_bert
+from helpers.data import make_sentiment
+from helpers.faithfulness import WrappedClassifier, bag  # noqa: F401 (bag is a fixture)
+from helpers.importance import PAIRS, make_batch, tiny_bert
 from test_importance_parity import ToyDifferentiable
 
 BOS, EOS, PAD, TOKEN, MASK = 0, 1, 2, 3, 4

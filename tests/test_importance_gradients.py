@@ -8,7 +8,7 @@ from fmmlearn.importance.gradient import embedding_gradients
 from fmmlearn.importance.integrated import path_points
 from fmmlearn.masking import eligible_positions
 
-from importance_helpers import PAIRS, TEXTS, make_batch, scores_of, target_logit, tiny_bert
+from helpers.importance import PAIRS, TEXTS, make_batch, scores_of, target_logit, tiny_bert
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from fmmlearn.explanation import explain_encoded
 from fmmlearn.importance._utils import plan_chunks
 from fmmlearn.modeling import clear_probe_cache, measure_forward_rates
 
-from importance_helpers import TEXTS, make_batch, scores_of, tiny_bert
+from helpers.importance import TEXTS, make_batch, scores_of, tiny_bert
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from fmmlearn.importance import Problem
 from fmmlearn.importance.beam import beam_search_orders
 from fmmlearn.masking import eligible_positions
 
-from importance_helpers import PAIRS, TEXTS, make_batch, scores_of, target_logit, tiny_bert
+from helpers.importance import PAIRS, TEXTS, make_batch, scores_of, target_logit, tiny_bert
 
 MEASURES = ["grad-l2", "grad-l1", "inp-grad-sign", "inp-grad-abs", "int-grad-sign", "int-grad-abs", "loo-sign",
             "loo-abs", "beam-sign-2"]

@@ -13,7 +13,7 @@ from fmmlearn.ood import (REFERENCE_ONLY_COLUMNS, REPORT_COLUMNS, MaSF, calibrat
 from fmmlearn.plotting import plot_in_distribution
 from fmmlearn.training import EncodedDataset, MaskedFineTuningNet
 
-from conftest import make_sentiment
+from helpers.data import make_sentiment
 
 RATIOS = (0.0, 0.5, 1.0)
 
@@ -330,3 +330,16 @@ def test_plot_rejects_non_reports():
         plot_in_distribution([1, 2])
     with pytest.raises(ValueError, match="lacks column"):
         plot_in_distribution(pd.DataFrame({"ratio": [0.0]}))
+
+
+def test_report_is_a_dataframe_that_plots_and_displays_itself(report, tmp_path):
+    from fmmlearn.ood import InDistributionReport
+
+    assert isinstance(report, InDistributionReport) and isinstance(report, pd.DataFrame)
+    assert isinstance(report[report["threshold"] == 0.05], InDistributionReport)  # a row selection stays a report
+    assert type(report[["ratio", "proportion"]]) is pd.DataFrame  # without its core columns it is a plain frame
+    stacked = pd.concat([report.assign(model="a"), report.assign(model="b")], ignore_index=True)
+    html = stacked._repr_html_()
+    assert "<table" in html and "data:image/png;base64," in html
+    ax = report.plot(path=tmp_path / "ood.png")
+    assert ax.get_lines() and (tmp_path / "ood.png").stat().st_size > 0

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
-from conftest import make_sentiment
+from helpers.data import make_sentiment
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn.cli import main
 from fmmlearn.datasets import get_dataset_spec, list_paper_datasets, paper_params, paper_primary_metric

@@ -14,7 +14,7 @@ import torch
 from sklearn.model_selection import GridSearchCV
 
 import fmmlearn._persistence as persistence
-from conftest import make_sentiment
+from helpers.data import make_sentiment
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn.ood import hidden_state_features
 

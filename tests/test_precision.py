@@ -16,7 +16,7 @@ from fmmlearn.cli import main
 from fmmlearn.modeling import (DEFAULT_TOKENS_PER_FORWARD, MIN_SPEEDUP, TOKEN_BUDGETS, autocast_dtype_for,
                                clear_probe_cache, measure_forward_rates, resolve_precision, tokens_per_forward)
 
-from importance_helpers import tiny_bert
+from helpers.importance import tiny_bert
 
 
 class FakeClock:

@@ -20,8 +20,8 @@ from fmmlearn.faithfulness import (
     racu,
 )
 
-from conftest import make_sentiment
-from faithfulness_helpers import BagClassifier, bag  # noqa: F401 (bag is a fixture)
+from helpers.data import make_sentiment
+from helpers.faithfulness import BagClassifier, bag  # noqa: F401 (bag is a fixture)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import tempfile
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.validation import check_array
 
-from conftest import build_tiny_model
+from helpers.models import build_tiny_model
 from fmmlearn import FaithfulTextClassifier
 
 _MODEL_DIR = tempfile.mkdtemp(prefix="fmmlearn-checks-")

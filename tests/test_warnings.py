@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import make_sentiment
+from helpers.data import make_sentiment
 from fmmlearn import (
     DegenerateModelWarning,
     FaithfulnessWarning,

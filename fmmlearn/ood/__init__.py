@@ -38,6 +38,7 @@ _LAZY = {
     "hidden_state_features": "._features",
     "mask_like_training": "._features",
     "REFERENCE_ONLY_COLUMNS": "._report",
+    "InDistributionReport": "._report",
     "REPORT_COLUMNS": "._report",
     "in_distribution_report": "._report",
 }

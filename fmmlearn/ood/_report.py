@@ -29,6 +29,43 @@ REPORT_COLUMNS = ("ratio", "threshold", "proportion", "simes_p", "geomean_p", "n
 REFERENCE_ONLY_COLUMNS = ("fisher_p_reference_only",)
 
 
+_REPORT_CORE = ("ratio", "threshold", "simes_p")
+
+
+def _report_or_frame(*args, **kwargs) -> pd.DataFrame:
+    """pandas' constructor for results derived from a report: a report while its core columns remain."""
+    frame = InDistributionReport(*args, **kwargs)
+    return frame if all(c in frame.columns for c in _REPORT_CORE) else pd.DataFrame(frame, copy=False)
+
+
+class InDistributionReport(pd.DataFrame):
+    """The rows of :func:`in_distribution_report`: a DataFrame that draws and displays itself.
+
+    It *is* a :class:`pandas.DataFrame` (one row per ratio and threshold;
+    filtering, ``pd.concat`` of several models' reports, CSV/Parquet writing
+    work as before), with :meth:`plot` (the paper's figure) and a notebook
+    display (:meth:`_repr_html_`: the table and the plot).  A selection that
+    drops the ``ratio``, ``threshold`` or ``simes_p`` column is a plain
+    DataFrame.
+    """
+
+    @property
+    def _constructor(self):
+        return _report_or_frame
+
+    def plot(self, ax=None, path=None, **options):
+        """Draw the p-values against the masking ratio (see :func:`fmmlearn.plotting.plot_in_distribution`)."""
+        from ..plotting import plot_in_distribution
+
+        return plot_in_distribution(pd.DataFrame(self), ax=ax, path=path, **options)
+
+    def _repr_html_(self) -> str:
+        """Notebook display: the summary table and the plot (see :func:`fmmlearn.html.report_html`)."""
+        from ..html import report_html
+
+        return report_html(pd.DataFrame(self), full_page=False)
+
+
 @reports_truncation_once
 @validate_params({"dist_repeats": [positive_int()], "batch_size": [positive_int(), None]},
                  prefer_skip_nested_validation=True)
@@ -99,8 +136,9 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
 
     Returns
     -------
-    report : pandas.DataFrame
-        One row per (ratio, threshold), columns :data:`REPORT_COLUMNS`:
+    report : InDistributionReport
+        A DataFrame with ``.plot()`` and a notebook display.  One row per
+        (ratio, threshold), columns :data:`REPORT_COLUMNS`:
         ``ratio``, ``threshold``, ``proportion`` (share of test examples with
         ``p < threshold``), ``simes_p`` and ``geomean_p`` (dataset-level,
         repeated on each threshold's row; see :func:`summarize_pvalues`),
@@ -155,7 +193,7 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     report = report[[*REPORT_COLUMNS, *(REFERENCE_ONLY_COLUMNS if calibration == "reference" else ())]]
     if model_name is not None:
         report["model"] = str(model_name)
-    return report
+    return InDistributionReport(report)
 
 
 def _check_calibration_size(n_calib, dist_repeats, calibration, fold_fractions):

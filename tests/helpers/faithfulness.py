@@ -17,7 +17,7 @@ import torch
 from fmmlearn.encoding import encode, validate_texts
 from fmmlearn.modeling import predict_logits
 
-from conftest import FILLER, NEGATIVE, POSITIVE
+from helpers.data import FILLER, NEGATIVE, POSITIVE
 
 
 class LinearBag(torch.nn.Module):
