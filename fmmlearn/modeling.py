@@ -33,6 +33,7 @@ __all__ = [
     "TOKEN_BUDGETS",
     "autocast",
     "autocast_dtype_for",
+    "eval_mode",
     "check_finite_logits",
     "clear_probe_cache",
     "cpu_info",
@@ -520,7 +521,8 @@ def _timed_forward(model, inputs: dict, device: torch.device, dtype, timer) -> f
 
 
 @contextlib.contextmanager
-def _eval_mode(model):
+def eval_mode(model):
+    """Evaluation mode (no dropout) for the duration, the caller's mode restored after."""
     was_training = model.training
     model.eval()
     try:
@@ -567,7 +569,7 @@ def measure_forward_rates(model, device=None, *, shape=PROBE_SHAPE, repeats: int
     inputs = _probe_inputs(model, device, *shape)
     started = timer()
     best = {}
-    with _eval_mode(model):
+    with eval_mode(model):
         for dtype in dtypes:
             _timed_forward(model, inputs, device, dtype, timer)
         warm_up = timer() - started
@@ -692,7 +694,7 @@ def tokens_per_forward(model, make_inputs: Callable[[int, int], dict], *, device
     if key in _BUDGETS:
         return _BUDGETS[key]
     rates, started = {}, timer()
-    with _eval_mode(model):
+    with eval_mode(model):
         _timed_forward(model, make_inputs(max(1, TOKEN_BUDGETS[0] // width), width), device, dtype, timer)
         for budget in sorted(TOKEN_BUDGETS, reverse=True):  # largest first: the reference throughput
             rows = max(1, budget // width)

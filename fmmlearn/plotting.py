@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["plot_faithfulness", "plot_in_distribution"]
+__all__ = ["plot_erasure", "plot_faithfulness", "plot_faithfulness_grid", "plot_in_distribution", "plot_performance",
+           "plot_racu", "plot_random_masking"]
 
 _BASELINE_STYLE = {"linestyle": "--", "color": "0.35"}
 _RANDOM_MASKING_STYLE = {"linestyle": ":", "color": "0.55"}
@@ -246,7 +247,6 @@ def _finish(ax, ylabel: str, title: str | None, path):
 
 # --------------------------------------------------------------------------- erasure metrics
 
-__all__ += ["plot_erasure"]
 
 _ERASURE_LINE_COLUMNS = ("report", "model", "method", "removal")
 _ERASURE_MODE_STYLE = {"comprehensiveness": "-", "sufficiency": "--"}
@@ -347,7 +347,6 @@ def plot_erasure(summary, ax=None, path=None, *, title: str | None = None):
 
 # --------------------------------------------------------------------------- studies (fmmlearn.study)
 
-__all__ += ["plot_faithfulness_grid", "plot_performance", "plot_racu", "plot_random_masking"]
 
 # Colours of the models of a study, in the order they appear (plain grey-blue, masked orange, ...).
 _MODEL_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown")
@@ -470,21 +469,26 @@ def plot_faithfulness_grid(curves, path=None, *, models=None, methods=None, titl
     return fig
 
 
-def plot_racu(summary, ax=None, path=None, *, title: str | None = None):
-    """RACU of each importance measure and model, with its confidence interval.
+def plot_racu(summary, ax=None, path=None, *, value: str = "racu", title: str | None = None):
+    """RACU (or ACU) of each importance measure and model, with its confidence interval.
 
-    0 is random (the ``rand`` baseline); 1 means masking the measure's top
-    tokens drops performance at once to the fully-masked level.  The more
-    faithful a measure, the further right.
+    0 is random (the ``rand`` baseline).  For RACU, 1 means masking the
+    measure's top tokens drops performance at once to the fully-masked
+    level; for ACU the unit is performance x masked share.  The more faithful
+    a measure, the further right.  Rows whose RACU is flagged unstable
+    (``reliable`` is False: its denominator, the area random masking leaves,
+    is near 0) are drawn as hollow points without an interval, clipped to the
+    range of the stable ones.
 
     Parameters
     ----------
     summary : pandas.DataFrame
         A study's ``racu_summary`` (or ``racu``): columns ``model``,
-        ``method``, ``racu``, ``racu_low``, ``racu_high``; several rows per
-        model and measure (seeds) are averaged.
+        ``method`` and ``<value>``, ``<value>_low``, ``<value>_high``;
+        several rows per model and measure (seeds) are averaged.
     ax : matplotlib Axes, optional
     path : str or path-like, optional
+    value : {"racu", "acu"}, default="racu"
     title : str, optional
 
     Returns
@@ -494,25 +498,44 @@ def plot_racu(summary, ax=None, path=None, *, title: str | None = None):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    _require(summary, ("model", "method", "racu", "racu_low", "racu_high"), "RACU rows")
-    frame = _converged(summary).groupby(["model", "method"], sort=False)[["racu", "racu_low", "racu_high"]].mean()
-    frame = frame.reset_index()
-    methods = list(pd.unique(frame["method"]))
-    models = list(pd.unique(frame["model"]))
+    if value not in ("racu", "acu"):
+        raise ValueError(f"value must be 'racu' or 'acu', got {value!r}.")
+    columns = [value, f"{value}_low", f"{value}_high"]
+    _require(summary, ("model", "method", *columns), f"{value.upper()} rows")
+    frame = _converged(summary).copy()
+    frame["stable"] = frame["reliable"].astype(bool) if value == "racu" and "reliable" in frame.columns else True
+    frame = frame.groupby(["model", "method"], sort=False).agg(
+        **{c: (c, "mean") for c in columns}, stable=("stable", "all")).reset_index()
+    methods, models = list(pd.unique(frame["method"])), list(pd.unique(frame["model"]))
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 0.45 * len(methods) * max(1, len(models)) ** 0.5 + 1.2))
+    stable = frame[frame["stable"]]
+    bounds = stable[columns].to_numpy(dtype=float)
+    bounds = bounds[np.isfinite(bounds)]
+    low, high = (min(bounds.min(), 0.0), max(bounds.max(), 1.0 if value == "racu" else 0.0)) if bounds.size \
+        else (-1.0, 2.0)
+    pad = 0.05 * (high - low or 1.0)
     colors = _model_colors(models)
     offsets = np.linspace(-0.18, 0.18, len(models)) if len(models) > 1 else [0.0]
     for offset, model in zip(offsets, models):
         rows = frame[frame["model"] == model].set_index("method").reindex(methods)
         y = np.arange(len(methods)) + offset
-        err = np.abs(np.vstack([rows["racu"] - rows["racu_low"], rows["racu_high"] - rows["racu"]]))
-        ax.errorbar(rows["racu"], y, xerr=np.nan_to_num(err), fmt="o", color=colors[model], label=str(model),
-                    capsize=3, markersize=5)
+        ok = rows["stable"].fillna(False).to_numpy(dtype=bool)
+        point = rows[value].to_numpy(dtype=float)
+        err = np.abs(np.vstack([point - rows[f"{value}_low"], rows[f"{value}_high"] - point]))
+        ax.errorbar(point[ok], y[ok], xerr=np.nan_to_num(err[:, ok]), fmt="o", color=colors[model],
+                    label=str(model), capsize=3, markersize=5)
+        if (~ok).any():
+            ax.plot(np.clip(point[~ok], low - pad, high + pad), y[~ok], "o", markerfacecolor="white",
+                    color=colors[model], markersize=5)
+    if (~frame["stable"]).any():
+        ax.plot([], [], "o", markerfacecolor="white", color="0.4", label="unstable (no interval)")
     ax.axvline(0, label="random", linewidth=1, **_BASELINE_STYLE)
+    ax.set_xlim(low - 2 * pad, high + 2 * pad)
     ax.set_yticks(np.arange(len(methods)), methods)
     ax.invert_yaxis()
-    ax.set_xlabel("RACU (0 = random, 1 = drops at once)")
+    ax.set_xlabel("RACU (0 = random, 1 = drops at once)" if value == "racu"
+                  else "ACU (area between the random and the measure's curve)")
     ax.grid(alpha=0.3, axis="x")
     ax.legend(frameon=False, fontsize="small", loc="best")
     if title:

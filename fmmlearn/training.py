@@ -77,12 +77,8 @@ class EncodedDataset(Dataset):
         return i
 
 
-class LengthGroupedBatchSampler:
-    """Batch sampler over :func:`~fmmlearn.encoding.length_grouped_batches`.
-
-    Each ``iter()`` (one per epoch) draws a new shuffle from the same generator,
-    so epochs differ but the whole run is reproducible.
-    """
+class _EpochBatchSampler:
+    """A batch sampler over example lengths; each ``iter()`` is one epoch's batches from ``generator``."""
 
     def __init__(self, lengths: np.ndarray, batch_size: int, shuffle: bool, generator: np.random.Generator):
         self.lengths = np.asarray(lengths)
@@ -90,16 +86,24 @@ class LengthGroupedBatchSampler:
         self.shuffle = shuffle
         self.generator = generator
 
+    def __len__(self) -> int:
+        return -(-len(self.lengths) // self.batch_size)
+
+
+class LengthGroupedBatchSampler(_EpochBatchSampler):
+    """Batch sampler over :func:`~fmmlearn.encoding.length_grouped_batches`.
+
+    Each ``iter()`` (one per epoch) draws a new shuffle from the same generator,
+    so epochs differ but the whole run is reproducible.
+    """
+
     def __iter__(self):
         yield from length_grouped_batches(
             self.lengths, self.batch_size, shuffle=self.shuffle, generator=self.generator
         )
 
-    def __len__(self) -> int:
-        return -(-len(self.lengths) // self.batch_size)
 
-
-class UniformBatchSampler:
+class UniformBatchSampler(_EpochBatchSampler):
     """The reference's batch order: a fresh uniform permutation per epoch, cut into consecutive batches.
 
     Batch membership is independent of length (unlike
@@ -108,20 +112,11 @@ class UniformBatchSampler:
     the examples come in input order.
     """
 
-    def __init__(self, lengths: np.ndarray, batch_size: int, shuffle: bool, generator: np.random.Generator):
-        self.lengths = np.asarray(lengths)
-        self.batch_size = batch_size
-        self.shuffle = shuffle
-        self.generator = generator
-
     def __iter__(self):
         n = len(self.lengths)
         order = self.generator.permutation(n) if self.shuffle else np.arange(n)
         for start in range(0, n, self.batch_size):
             yield order[start : start + self.batch_size]
-
-    def __len__(self) -> int:
-        return -(-len(self.lengths) // self.batch_size)
 
 
 def training_batch_sampler(lengths, batch_size: int, generator: np.random.Generator, *, group_by_length: bool = True):

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..encoding import Batch
-from ..modeling import autocast, logits_of, run_in_batches, tokens_per_forward
+from ..modeling import autocast, eval_mode, logits_of, run_in_batches, tokens_per_forward
 
 __all__ = [
     "Problem",
@@ -163,15 +163,8 @@ def _target_logits(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return logits.gather(1, target[:, None])[:, 0].float()
 
 
-@contextlib.contextmanager
-def inference_context(model: torch.nn.Module):
-    """Evaluation mode (no dropout) for the duration, the caller's mode restored after."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
+# The runtime's evaluation-mode context, under the name the measures use.
+inference_context = eval_mode
 
 
 def evaluate_rows(

@@ -1,0 +1,26 @@
+"""Faithfulness studies: plain vs masked fine-tuning, every explanation measured, one report.
+
+:class:`FaithfulnessStudy` fine-tunes a model with and without masking (and
+any other masking ratios and seeds), measures the faithfulness of each
+importance measure by explainer masking (RACU with bootstrap CIs over test
+examples and over seeds) and whether masked inputs are in-distribution
+(MaSF).  Its :class:`StudyResult` holds tidy DataFrames, draws the figures,
+writes a self-contained HTML report and saves/loads itself.  ``fmmlearn demo``
+is such a study on the bundled MiniLM and tweets; see ``docs/quickstart.md``.
+
+Examples
+--------
+>>> from fmmlearn.study import FaithfulnessStudy, load_study
+>>> study = FaithfulnessStudy(n_train=300, n_valid=90, n_test=120, cache_dir="cache")   # doctest: +SKIP
+>>> result = study.run("tweets")                                                     # doctest: +SKIP
+>>> print(result.summary())                                                          # doctest: +SKIP
+>>> result.to_html("report.html"); result.save("results")                            # doctest: +SKIP
+>>> load_study("results").racu_summary                                               # doctest: +SKIP
+"""
+
+from ._data import dataset_names
+from ._engine import DEFAULT_MEASURES, STAGES, FaithfulnessStudy, model_label
+from ._result import FRAMES, StudyResult, load_study
+
+__all__ = ["DEFAULT_MEASURES", "FRAMES", "STAGES", "FaithfulnessStudy", "StudyResult", "dataset_names",
+           "load_study", "model_label"]

@@ -1,0 +1,231 @@
+"""``report.html``: a study rendered with Jinja2 into one self-contained page.
+
+The page has inline CSS, figures as PNG data URIs and the heatmaps of
+:func:`fmmlearn.html.explanation_html` as an embedded fragment: no scripts,
+nothing loaded from the network.  The templates live in
+``fmmlearn/templates/`` (package data); each section opens with a sentence or
+two on what it shows and how to read it.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["figure_data_uri", "render_report", "report_context"]
+
+_TEMPLATE = "report.html.j2"
+_DPI = 110
+# An unstable RACU further from 0 than this is not shown (it only says that the denominator is near 0).
+_SHOWN_RACU = 10
+
+
+def figure_data_uri(fig) -> str:
+    """A matplotlib figure as a ``data:image/png;base64,...`` URI (the figure is closed)."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=_DPI, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _environment():
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=PackageLoader("fmmlearn", "templates"), autoescape=select_autoescape(["html", "j2"]),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = _num
+    env.filters["pct"] = lambda v: "–" if v is None or not np.isfinite(v) else f"{v:.0%}"
+    return env
+
+
+def _num(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "–"
+    return f"{value:.{digits}f}"
+
+
+def _ci_text(low, high, digits: int = 2) -> str:
+    if low is None or not (np.isfinite(low) and np.isfinite(high)):
+        return ""
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _setup_rows(result) -> list[tuple[str, str]]:
+    meta = result.metadata
+    study, data, machine = meta["study"], meta["data"], meta["machine"]
+    clf = study.get("classifier_params") or {}
+    sizes = data["sizes"]
+    subsets = meta.get("subsets", {})
+    measures = ", ".join(
+        m + ("" if info["name"] == "all" else f" ({info['name']} test texts)") for m, info in subsets.items())
+    cpu = machine["cpu"]
+    flags = ", ".join(f for f, present in cpu["flags"].items() if present) or "no avx2/avx512/amx"
+    versions = machine["versions"]
+    models = ", ".join(f"{r['model']} (max_masking_ratio={r['max_masking_ratio']:g})"
+                       for r in {r["model"]: r for r in meta["runs"]}.values())
+    rows = [
+        ("data", f"{data['name']}: {sizes['train']} training, {sizes['valid']} validation, {sizes['test']} test "
+                 f"texts; classes {', '.join(data['classes'])}"),
+        ("base model", str(study["model"])),
+        ("fine-tuned models", models),
+        ("fine-tuning", ", ".join(f"{k}={v}" for k, v in clf.items()) or "FaithfulTextClassifier defaults"),
+        ("seeds", ", ".join(str(s) for s in meta["seeds"])),
+        ("importance measures", measures),
+        ("masking ratios of the curves", ", ".join(f"{r:g}" for r in sorted(result.curves["ratio"].unique()))),
+        ("metric", data["metric"]),
+        ("validation split", "selects the best epoch and calibrates the in-distribution test (MaSF)"),
+        ("precision", f"{meta['precision']['inference']} for forward passes, gradient measures in "
+                      f"{', '.join(sorted({v for k, v in meta['precision']['measures'].items()}))} "
+                      f"on {meta['precision']['device']}"),
+        ("machine", f"{cpu['model']}, kind {cpu.get('kind', '?')} ({cpu['cores']} cores; {flags}), "
+                    f"{machine['torch_threads']} torch threads"),
+        ("versions", ", ".join(f"{k} {v}" for k, v in versions.items() if v)),
+        ("run", f"{meta['started']}, {meta['wall_seconds']:.0f} s wall time (cache hits included)"),
+    ]
+    if data.get("truncated_test_examples"):
+        rows.append(("truncated", f"{data['truncated_test_examples']} test texts longer than max_length were cut"))
+    return rows
+
+
+def _performance_rows(result) -> list[dict]:
+    rows = []
+    for rec in result.performance.to_dict("records"):
+        rows.append({"model": rec["model"], "seed": rec["seed"], "value": _num(rec["value"]),
+                     "ci": _ci_text(rec["low"], rec["high"], 3), "converged": bool(rec["converged"]),
+                     "epochs": "–" if rec.get("best_epoch") is None or pd.isna(rec.get("best_epoch"))
+                     else f"{int(rec['best_epoch'])} of {int(rec['epochs'])}",
+                     "fit_seconds": _num(rec.get("fit_seconds"), 0)})
+    return rows
+
+
+def _racu_table(result) -> dict:
+    summary = result.racu_summary
+    models = list(pd.unique(summary["model"]))
+    several_seeds = bool((summary["n_seeds"] > 1).any())
+    from ._frames import ranking_metric
+
+    by_acu = {m for m, rows in summary.groupby("model") if ranking_metric(rows) == "acu"}
+    rows = []
+    for method, part in summary.groupby("method", sort=False):
+        cells = []
+        for model in models:
+            rec = part[part["model"] == model]
+            if rec.empty or pd.isna(rec["acu"].iloc[0]):
+                cells.append({"racu": "–", "ci": "", "seed_ci": "", "acu": "–", "acu_ci": "", "best": "",
+                              "reliable": True})
+                continue
+            rec = rec.iloc[0]
+            best = "" if not rec["most_faithful"] else ("acu" if model in by_acu else "racu")
+            stable = bool(rec["reliable"])
+            shown = _num(rec["racu"], 2) if stable or abs(rec["racu"]) < _SHOWN_RACU else "–"
+            cells.append({"racu": shown, "ci": _ci_text(rec["racu_low"], rec["racu_high"]) if stable else "",
+                          "seed_ci": _ci_text(rec["racu_seed_low"], rec["racu_seed_high"]) if several_seeds else "",
+                          "acu": _num(rec["acu"], 3), "acu_ci": _ci_text(rec["acu_low"], rec["acu_high"], 3),
+                          "best": best, "reliable": bool(rec["reliable"])})
+        first = part.iloc[0]
+        rows.append({"method": method, "signed": "signed" if first["signed"] else "unsigned",
+                     "examples": f"{int(first['n_examples'])}" + ("" if first["subset"] == "all"
+                                                                  else f" ({first['subset'].split()[0]})"),
+                     "cells": cells})
+    return {"models": models, "rows": rows, "several_seeds": several_seeds, "by_acu": sorted(by_acu)}
+
+
+def _in_distribution_rows(result) -> list[dict]:
+    from ._result import in_distribution_verdicts, verdict_text
+
+    # Green: never rejected, or only with every token masked (unlike any training input, for every model).
+    return [{"model": model, "flagged": f"{rec['flagged']:.0%}", "verdict": verdict_text(rec),
+             "ok": rec["n_rejected"] == 0 or rec["first_rejected"] >= 1.0}
+            for model, rec in in_distribution_verdicts(result).iterrows()]
+
+
+def _heatmaps(result) -> str | None:
+    from ..html import explanation_html
+
+    frame = result.explanations
+    if frame is None or len(frame) == 0:
+        return None
+    return explanation_html(frame, facet="model", full_page=False, max_examples=None)
+
+
+def _timing_rows(result) -> list[dict]:
+    rows = []
+    for stage, info in result.metadata.get("stages", {}).items():
+        rows.append({"stage": stage, "seconds": _num(info["seconds"], 1),
+                     "compute_seconds": _num(info["compute_seconds"], 1),
+                     "hits": info["cache_hits"], "misses": info["cache_misses"],
+                     "forwards": f"{info['forward_rows']:,}", "gradients": f"{info['gradient_rows']:,}"})
+    return rows
+
+
+def _figures(result) -> dict:
+    from ._frames import ranking_metric
+
+    ranking = "racu" if all(ranking_metric(rows) == "racu" for _, rows in result.racu_summary.groupby("model")) \
+        else "acu"
+    figures = {"performance": figure_data_uri(result.plot_performance().figure),
+               "random_masking": figure_data_uri(result.plot_random_masking().figure),
+               "faithfulness": figure_data_uri(result.plot_faithfulness()),
+               "racu": figure_data_uri(result.plot_racu(value=ranking).figure), "racu_value": ranking.upper()}
+    if not result.in_distribution.empty:
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+        result.plot_in_distribution("proportion", ax=axes[0])
+        result.plot_in_distribution("simes_p", ax=axes[1])
+        axes[0].set_title("share of masked test examples flagged (p < 0.05)", fontsize="medium")
+        axes[1].set_title("whole masked test set: Simes p-value", fontsize="medium")
+        fig.tight_layout()
+        figures["in_distribution"] = figure_data_uri(fig)
+    return figures
+
+
+def report_context(result, title: str | None = None) -> dict:
+    """Everything the report template needs, as plain values (figures as data URIs)."""
+    from markupsafe import Markup
+
+    from ._result import _summary_lines
+
+    meta = result.metadata
+    subsets = meta.get("subsets", {})
+    restricted = {m: info for m, info in subsets.items() if info["name"] != "all"}
+    heatmaps = _heatmaps(result)
+    return {
+        "title": title or f"Faithfulness study: {meta['data']['name']}",
+        "generated": time.strftime("%Y-%m-%d %H:%M"),
+        "summary": _summary_lines(result),
+        "setup": _setup_rows(result),
+        "metric": meta["data"]["metric"],
+        "performance": _performance_rows(result),
+        "racu": _racu_table(result),
+        "restricted": restricted,
+        "n_test": meta["data"]["sizes"]["test"],
+        "in_distribution": _in_distribution_rows(result),
+        "explain_method": meta.get("explain_method"),
+        "heatmaps": None if heatmaps is None else Markup(heatmaps),
+        "timings": _timing_rows(result),
+        "figures": _figures(result),
+        "metadata_json": _metadata_text(meta),
+    }
+
+
+def _metadata_text(meta: dict) -> str:
+    import json
+
+    keep = {k: meta[k] for k in ("machine", "precision", "stages", "load_average_start", "load_average_end")
+            if k in meta}
+    return json.dumps(keep, indent=2, default=str)
+
+
+def render_report(result, title: str | None = None) -> str:
+    """The report page of a :class:`~fmmlearn.study.StudyResult` (HTML text)."""
+    return _environment().get_template(_TEMPLATE).render(**report_context(result, title))
