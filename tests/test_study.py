@@ -113,8 +113,9 @@ def test_every_frame_has_the_expected_rows_and_columns(study_run):
     assert result.metadata["explain_method"] in MEASURES[1:3]
 
     stages = result.timings.groupby("stage").size().to_dict()
+    # erasure: per run one MaSF calibration, loo-sign (the "auto" measure) and its rand baseline
     assert stages == {"fit": 4, "performance": 4, "random masking": 4, "faithfulness": 4 * (2 + 3),
-                      "in-distribution": 4, "explanations": 2}
+                      "in-distribution": 4, "erasure": 4 * 3, "explanations": 2}
     meta = result.metadata
     assert {"fmmlearn", "torch", "transformers", "scikit-learn"} <= set(meta["machine"]["versions"])
     assert {"avx2", "avx512_bf16", "amx"} <= set(meta["machine"]["cpu"]["flags"]) and meta["machine"]["cpu"]["kind"]
@@ -307,8 +308,186 @@ def test_verbose_shows_one_bar_per_stage_and_zero_is_silent(study_run, tiny_mode
     assert capfd.readouterr().err == ""
     tiny_study(tiny_model_dir, cache, verbose=1).run(*toy_data)
     err = capfd.readouterr().err
-    for stage in ("fit", "performance", "random masking", "faithfulness", "in-distribution", "explanations"):
+    for stage in ("fit", "performance", "random masking", "faithfulness", "in-distribution", "erasure",
+                  "explanations"):
         assert f"{stage}: 100%" in err
+
+
+# --------------------------------------------------------------------------- erasure metrics
+
+ERASURE_K = (0.2, 0.5)  # the toy texts have 4-9 tokens: 10 % would select none
+
+
+def erasure_study(model_dir, cache_dir, **options):
+    """One seed, a validation split large enough for MaSF to flag at p < 0.05 (a level-3 fold of 20)."""
+    settings = dict(measures=["rand", "loo-sign"], seeds=(0,), n_valid=60, max_examples={"loo-sign": 20},
+                    n_baseline=1, n_explain=0, erasure_k=ERASURE_K)
+    return tiny_study(model_dir, cache_dir, **{**settings, **options})
+
+
+@pytest.fixture(scope="module")
+def erasure_run(tiny_model_dir, toy_data, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("erasure-cache")
+    return erasure_study(tiny_model_dir, cache).run(*toy_data), cache
+
+
+def test_erasure_frame_has_a_row_per_model_measure_mode_and_k(erasure_run):
+    from fmmlearn.study._frames import ERASURE_COLUMNS
+
+    result, _ = erasure_run
+    frame = result.erasure
+    assert tuple(frame.columns) == ERASURE_COLUMNS
+    # 2 models x (loo-sign + its rand baseline) x 2 modes x (2 k + the AOPC row)
+    assert len(frame) == 2 * 2 * 2 * 3
+    assert frame.groupby(["model", "method", "mode"]).size().eq(3).all()
+    assert set(frame["method"]) == {"loo-sign", "rand"} and set(frame["subset"]) == {"random 20"}
+    assert (frame["removal"] == "mask").all() and frame["converged"].all() and (frame["seed"] == 0).all()
+    aopc = frame[frame["aopc"]]
+    assert aopc["k"].isna().all() and sorted(frame.loc[~frame["aopc"], "k"].unique()) == list(ERASURE_K)
+    assert str(frame["valid"].dtype) == "boolean" and frame["valid"].notna().all()
+    assert (frame["n_examples"] <= 20).all() and frame["ood_share"].between(0, 1).all()
+    assert result.metadata["erasure"]["unchecked"] is None and result.metadata["erasure"]["measures"] == ["loo-sign"]
+    stages = result.timings[result.timings["stage"] == "erasure"]
+    assert stages["method"].tolist() == ["MaSF calibration", "loo-sign", "rand"] * 2
+    assert (stages["forward_rows"] > 0).all()
+
+
+def test_erasure_metrics_equal_erasure_metrics_certified_by_the_in_distribution_calibration(erasure_run, toy_data):
+    """The stage is erasure_metrics with a MaSF that is exactly the one behind the in-distribution report."""
+    from fmmlearn.faithfulness import erasure_metrics
+    from fmmlearn.ood import MaSF, calibration_features, hidden_state_features
+
+    result, cache = erasure_run
+    splits = load_splits(*toy_data, n_train=100, n_valid=60, n_test=40, random_state=0)
+    clf = fitted_model(result, cache, "plain", 0)
+    features, groups = calibration_features(clf, splits.X_valid, random_state=0, return_groups=True)
+    masf = MaSF(random_state=0).fit(features, groups=groups)
+
+    # the in-distribution stage's calibration: the same p-values of the clean (ratio 0) test texts
+    p = masf.pvalues(hidden_state_features(clf, splits.X_test))
+    ood = result.in_distribution.query("model == 'plain' and ratio == 0")
+    np.testing.assert_allclose(ood["proportion"], [np.mean(p < t) for t in ood["threshold"]])
+
+    idx = result.outcomes.query("model == 'plain' and method == 'loo-sign' and ratio == 0")["example"].to_numpy()
+    for method in ("loo-sign", "rand"):
+        direct = erasure_metrics(clf, [splits.X_test[i] for i in idx], splits.y_test[idx], method, k=ERASURE_K,
+                                 masf=masf, random_state=0, n_bootstrap=999).summary
+        ours = result.erasure.query("model == 'plain' and method == @method")
+        for column in ("mean", "ci_low", "ci_high", "ood_share", "n_perturbed", "n_examples"):
+            np.testing.assert_allclose(ours[column].to_numpy(dtype=float), direct[column].to_numpy(dtype=float),
+                                       rtol=1e-12, err_msg=f"{method} {column}")
+        assert ours["valid"].tolist() == direct["valid"].tolist()
+
+
+def test_erasure_validity_is_the_flagged_share_against_twice_the_level(erasure_run):
+    result, _ = erasure_run
+    frame = result.erasure
+    per_k = frame[~frame["aopc"]]
+    np.testing.assert_array_equal(per_k["valid"].astype(bool), per_k["ood_share"] <= 2 * 0.05)
+    for _, rows in frame.groupby(["model", "method", "mode"]):
+        at_k, total = rows[~rows["aopc"]], rows[rows["aopc"]].iloc[0]
+        assert bool(total["valid"]) == bool(at_k["valid"].all())  # an AOPC is valid when every k is
+        pooled = (at_k["ood_share"] * at_k["n_perturbed"]).sum() / at_k["n_perturbed"].sum()
+        assert total["ood_share"] == pytest.approx(pooled) and total["n_perturbed"] == at_k["n_perturbed"].sum()
+
+
+def test_a_validation_split_too_small_for_masf_leaves_erasure_unchecked_with_a_warning(study_run, tiny_model_dir,
+                                                                                      toy_data, count_fits):
+    from fmmlearn.exceptions import FaithfulnessWarning
+    from fmmlearn.study import erasure_by_model
+
+    _, cache = study_run  # 30 validation texts: MaSF's level-3 fold of 10 cannot reach p < 0.05
+    with pytest.warns(FaithfulnessWarning, match="not certified"):
+        result = tiny_study(tiny_model_dir, cache).run(*toy_data)
+    assert count_fits == []
+    assert len(result.erasure) and result.erasure["valid"].isna().all() and result.erasure["ood_share"].isna().all()
+    assert np.isfinite(result.erasure["mean"]).any()  # the metrics themselves are computed
+    assert erasure_by_model(result)["valid"].isna().all()
+    assert "level-3 fold of 10" in result.metadata["erasure"]["unchecked"]
+    assert "not checked" in result.summary() and "Not checked:" in result.to_html()
+
+
+def test_a_new_erasure_grid_refits_nothing_and_reuses_the_calibration(erasure_run, tiny_model_dir, toy_data,
+                                                                      count_fits):
+    result, cache = erasure_run
+    again = erasure_study(tiny_model_dir, cache).run(*toy_data)
+    assert again.timings["cached"].all()
+    pd.testing.assert_frame_equal(again.erasure, result.erasure)
+
+    other = erasure_study(tiny_model_dir, cache, erasure_k=(0.3, 0.5)).run(*toy_data)
+    assert count_fits == []
+    timings = other.timings
+    computed = (timings["stage"] == "erasure") & (timings["method"] != "MaSF calibration")
+    assert not timings.loc[computed, "cached"].any() and computed.sum() == 4
+    assert timings.loc[~computed, "cached"].all()  # fits, the other stages and the MaSF calibrations
+    assert sorted(other.erasure["k"].dropna().unique()) == [0.3, 0.5]
+    pd.testing.assert_frame_equal(other.performance, result.performance)
+
+
+def test_erasure_none_skips_the_stage(erasure_run, tiny_model_dir, toy_data, count_fits):
+    result, cache = erasure_run
+    off = erasure_study(tiny_model_dir, cache, erasure=None).run(*toy_data)
+    assert count_fits == [] and off.erasure.empty and "erasure" not in set(off.timings["stage"])
+    assert off.metadata["erasure"] is None and "Erasure metrics" not in off.summary()
+    assert "Erasure metrics were not computed" in off.to_html()
+    with pytest.raises(ValueError, match="erasure=None"):
+        off.plot_erasure()
+    pd.testing.assert_frame_equal(off.racu_summary, result.racu_summary)
+
+
+@pytest.mark.parametrize("format", ["parquet", "csv"])
+def test_erasure_frame_survives_save_and_load(erasure_run, tmp_path, format):
+    result, _ = erasure_run
+    loaded = load_study(result.save(tmp_path / "saved", format=format))
+    pd.testing.assert_frame_equal(loaded.erasure, result.erasure, check_exact=False, rtol=1e-6)
+    assert loaded.metadata["erasure"] == result.metadata["erasure"]
+    assert loaded.summary() == result.summary()
+
+
+def test_summary_says_for_which_model_each_erasure_metric_is_valid(erasure_run):
+    import re
+
+    from fmmlearn.study import erasure_by_model
+
+    result, _ = erasure_run
+    text = result.summary()
+    assert "Erasure metrics (AOPC over the top k = 20%, 50% of the tokens; valid when MaSF flags at most 10%" in text
+    aopc = erasure_by_model(result).query("aopc and method == 'loo-sign'")
+    for rec in aopc.itertuples():
+        verdict = "valid" if rec.valid else "not valid"
+        assert f"{rec.mode} {rec.mean:.3f} (rand " in text
+        assert f" {verdict}, {rec.ood_share:.0%} flagged" in text
+    closing = [line for line in text.splitlines() if " of loo-sign: " in line]  # e.g. "Sufficiency of loo-sign: ..."
+    for mode, rows in aopc.groupby("mode"):
+        line = next(line for line in closing if mode in line.lower())
+        flags = rows["valid"].astype(bool)
+        for models, pattern in ((rows.loc[flags, "model"], r"(?<!not )valid for "),
+                                (rows.loc[~flags, "model"], "not valid for ")):
+            if len(models):
+                assert re.search(pattern + " and ".join(models), line), line
+
+
+def test_report_erasure_table_and_plot_show_the_flags(erasure_run):
+    import re
+
+    from fmmlearn.study import erasure_by_model
+
+    result, _ = erasure_run
+    page = result.to_html()
+    section = page[page.index('<section id="erasure">'):]
+    section = section[: section.index("</section>")]
+    table = section[section.index('<table class="erasure">'): section.index("</table>")]
+    badges = re.findall(r'<span class="badge (valid|invalid|unchecked)">', table)
+    aopc = erasure_by_model(result).query("aopc")
+    expected = ["valid" if v else "invalid" for _, rows in aopc.groupby(["model", "method"], sort=False)
+                for v in rows.set_index("mode").loc[["comprehensiveness", "sufficiency"], "valid"]]
+    assert badges == expected
+    assert section.count('src="data:image/png;base64,') == 1
+
+    ax = result.plot_erasure()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(labels) == 4 and all("AOPC" in label for label in labels)
+    assert len(result.plot_erasure(baseline=True).get_legend().get_texts()) == 8
 
 
 # --------------------------------------------------------------------------- persistence and report
@@ -345,9 +524,9 @@ def test_report_is_one_self_contained_page_with_every_section(study_run, tmp_pat
     assert (tmp_path / "report.html").read_text(encoding="utf-8") == page
     for title in ("Setup", "Accuracy of the models", "Random masking", "Faithfulness curves",
                   "RACU: how faithful is each explanation?", "Are masked inputs in-distribution?",
-                  "Example explanations", "Cost"):
+                  "Erasure metrics: comprehensiveness and sufficiency", "Example explanations", "Cost"):
         assert f"<h2>{title}</h2>" in page
-    assert page.count('src="data:image/png;base64,') == 5
+    assert page.count('src="data:image/png;base64,') == 6
     assert "<script" not in page and "http://" not in page and "https://" not in page.replace("arXiv", "")
     assert "<link" not in page and "@import" not in page
 
@@ -378,6 +557,12 @@ def test_the_report_template_reserves_a_block_for_erasure_metrics(study_run):
     ({"measure_params": {"inp-grad-sign": {"n_steps": 5}}}, None, "measure_params"),
     ({"metric": "log_loss"}, None, "metric"),
     ({"seeds": ()}, None, "seeds"),
+    ({"erasure": ["grad-l2"]}, None, "erasure"),
+    ({"erasure": ["no-such-measure"]}, None, "erasure"),
+    ({"erasure": 3}, None, "erasure"),
+    ({"erasure_k": [0.0, 0.5]}, None, "erasure_k"),
+    ({"erasure_k": [0.2, 1.5]}, None, "erasure_k"),
+    ({"erasure_k": []}, None, "erasure_k"),
     ({}, "no-such-dataset", "dataset"),
 ])
 def test_bad_options_are_clear_errors_before_any_fit(tiny_model_dir, toy_data, tmp_path, count_fits, options, data,
@@ -422,6 +607,9 @@ def test_demo_quick_runs_end_to_end_and_prints_the_summary(tiny_model_dir, tmp_p
     output = tmp_path / "demo"
     assert main(["demo", "--quick", "--output", str(output), "--device", "cpu", "--quiet"]) == 0
     assert capsys.readouterr().out == ""
+    erasure = StudyResult.load(output / "results").erasure  # the quick preset has loo-sign: erasure runs, certified
+    assert set(erasure["method"]) == {"loo-sign", "rand"} and erasure["valid"].notna().all()
+    assert '<section id="erasure">' in (output / "report.html").read_text(encoding="utf-8")
     assert main(["demo", "--quick", "--output", str(output), "--device", "cpu", "--measures", "rand",
                  "inp-grad-sign"]) == 0
     out = capsys.readouterr().out
@@ -429,6 +617,7 @@ def test_demo_quick_runs_end_to_end_and_prints_the_summary(tiny_model_dir, tmp_p
     assert f"report: {(output / 'report.html').resolve()}" in out
     page = (output / "report.html").read_text(encoding="utf-8")
     assert "<h2>Example explanations</h2>" in page
+    assert "Erasure metrics were not computed" in page  # "auto": loo-sign is not among these measures
     result = StudyResult.load(output / "results")
     assert result.metadata["data"]["sizes"] == {"train": 200, "valid": 60, "test": 40}
     assert set(result.racu_summary["method"]) == {"inp-grad-sign"}

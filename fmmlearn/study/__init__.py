@@ -3,8 +3,9 @@
 :class:`FaithfulnessStudy` fine-tunes a model with and without masking (and
 any other masking ratios and seeds), measures the faithfulness of each
 importance measure by explainer masking (RACU with bootstrap CIs over test
-examples and over seeds) and whether masked inputs are in-distribution
-(MaSF).  Its :class:`StudyResult` holds tidy DataFrames, draws the figures,
+examples and over seeds), whether masked inputs are in-distribution
+(MaSF) and ERASER's comprehensiveness and sufficiency, each flagged valid only
+when MaSF finds the erased inputs in-distribution.  Its :class:`StudyResult` holds tidy DataFrames, draws the figures,
 writes a self-contained HTML report and saves/loads itself.  ``fmmlearn demo``
 is such a study on the bundled MiniLM and tweets; see ``docs/quickstart.md``.
 
@@ -19,8 +20,9 @@ Examples
 """
 
 from ._data import dataset_names
-from ._engine import DEFAULT_MEASURES, STAGES, FaithfulnessStudy, model_label
-from ._result import FRAMES, StudyResult, load_study
+from ._engine import (DEFAULT_ERASURE_K, DEFAULT_ERASURE_MEASURES, DEFAULT_MEASURES, STAGES, FaithfulnessStudy,
+                      model_label)
+from ._result import FRAMES, StudyResult, erasure_by_model, load_study
 
-__all__ = ["DEFAULT_MEASURES", "FRAMES", "STAGES", "FaithfulnessStudy", "StudyResult", "dataset_names",
-           "load_study", "model_label"]
+__all__ = ["DEFAULT_ERASURE_K", "DEFAULT_ERASURE_MEASURES", "DEFAULT_MEASURES", "FRAMES", "STAGES",
+           "FaithfulnessStudy", "StudyResult", "dataset_names", "erasure_by_model", "load_study", "model_label"]

@@ -14,7 +14,12 @@ stage for all models before the next, with one progress bar per stage:
    baseline, on the same examples);
 5. **in-distribution** -- the MaSF report of ``rand``-masked test sets,
    calibrated on the validation split masked like the training batches;
-6. **explanations** -- a few test examples explained by every model, for the
+6. **erasure** -- comprehensiveness, sufficiency and AOPC (ERASER's erasure
+   metrics, removal by the mask token) of the ``erasure`` measures and of
+   ``rand``, each with the share of its erased inputs that MaSF (fitted once
+   per model on the same validation split, masked the same way) flags, and a
+   validity flag;
+7. **explanations** -- a few test examples explained by every model, for the
    report's heatmaps.
 
 Every stage is cached on disk by content (see :mod:`fmmlearn.study._cache`), so
@@ -41,12 +46,20 @@ from ._options import (check_writable_dir, checked_classifier_params, float_list
 from ._parallel import fit_in_parallel
 from ._stats import score_function
 
-__all__ = ["DEFAULT_MEASURES", "FaithfulnessStudy", "STAGES", "model_label"]
+__all__ = ["DEFAULT_ERASURE_K", "DEFAULT_ERASURE_MEASURES", "DEFAULT_MEASURES", "FaithfulnessStudy", "STAGES",
+           "model_label"]
 
 #: Measures of a study when none are given (``rand`` is always added: it is the baseline).
 DEFAULT_MEASURES = ("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign")
 #: The stages, in the order they run.
-STAGES = ("fit", "performance", "random masking", "faithfulness", "in-distribution", "explanations")
+STAGES = ("fit", "performance", "random masking", "faithfulness", "in-distribution", "erasure", "explanations")
+#: Measures of the erasure stage with ``erasure="auto"`` (those among the study's measures).
+DEFAULT_ERASURE_MEASURES = ("loo-sign",)
+#: Rationale sizes of the erasure stage: shares of the eligible tokens (ERASER's 1 % and 5 % bins are empty
+#: for texts of fewer than 100 and 20 tokens, such as tweets).
+DEFAULT_ERASURE_K = (0.1, 0.2, 0.5)
+#: MaSF level of the erasure stage's validity flag, and how far above it the flagged share may go.
+ERASURE_ALPHA, ERASURE_MAX_INVALID_FACTOR = 0.05, 2.0
 #: Test examples beam search gets when ``max_examples`` does not say: the shortest ones (~K n^2 / 2 forwards).
 DEFAULT_BEAM_EXAMPLES = 20
 # The paper drops bAbI runs whose unmasked test metric is at most 0.5.
@@ -61,8 +74,10 @@ class FaithfulnessStudy(BaseEstimator):
     :class:`~fmmlearn.FaithfulTextClassifier`, measures its clean test
     performance and its random-masking curve, the faithfulness curve of every
     importance measure against the ``rand`` baseline, RACU with bootstrap CIs
-    over test examples (and the spread over seeds), and the MaSF
-    in-distribution report (Madsen et al., ICML 2024, sections 3-6).  Stages
+    over test examples (and the spread over seeds), the MaSF
+    in-distribution report (Madsen et al., ICML 2024, sections 3-6), and
+    ERASER's comprehensiveness and sufficiency, each flagged valid only when
+    MaSF finds its erased inputs in-distribution (docs/erasure.md).  Stages
     are cached on disk by content, so adding a measure does not refit and an
     interrupted run resumes.
 
@@ -107,6 +122,20 @@ class FaithfulnessStudy(BaseEstimator):
     in_distribution : str or None, default="rand"
         Measure whose masking the MaSF report tests (the paper: ``rand``);
         ``None`` skips the report.
+    erasure : "auto", str, sequence of str or None, default="auto"
+        Measures whose erasure metrics (:func:`fmmlearn.faithfulness.erasure_metrics`:
+        comprehensiveness, sufficiency, their AOPC; removal by the mask token,
+        the gold label as target) are measured, on the same test texts as
+        their curves; each must be among ``measures``.  ``rand`` is added as
+        the baseline, on the same texts.  Every erased input is scored by a
+        MaSF fitted once per model on the validation split masked like the
+        training batches (the calibration of the in-distribution report); a
+        number is ``valid`` when at most 10 % of its erased inputs get
+        ``p < 0.05``.  ``"auto"``: ``loo-sign`` when it is among the measures,
+        else none.  ``None`` skips the stage.
+    erasure_k : float or sequence of float in (0, 1], default=(0.1, 0.2, 0.5)
+        Rationale sizes of the erasure metrics, as shares of the eligible
+        tokens; AOPC averages over them.
     explain_method : str, optional
         Measure of the example heatmaps; default the most faithful measure of
         the most masked model (beam search excluded, for its cost).
@@ -167,6 +196,8 @@ class FaithfulnessStudy(BaseEstimator):
         "measure_params": [dict, None],
         "classifier_params": [dict, None],
         "in_distribution": [str, None],
+        "erasure": [str, "array-like", None],
+        "erasure_k": [numbers.Real, "array-like"],
         "explain_method": [str, None],
         "n_explain": [Interval(numbers.Integral, 0, None, closed="left")],
         "convergence_threshold": [numbers.Real, StrOptions({"auto"}), None],
@@ -183,9 +214,10 @@ class FaithfulnessStudy(BaseEstimator):
 
     def __init__(self, model="minilm", *, masking_ratios=(0.0, 1.0), measures=DEFAULT_MEASURES, seeds=(0,),
                  ratios=None, metric=None, n_train=None, n_valid=None, n_test=None, max_examples=None,
-                 measure_params=None, classifier_params=None, in_distribution="rand", explain_method=None,
-                 n_explain=5, convergence_threshold="auto", segment="first", n_baseline=5, n_bootstrap=9999,
-                 confidence_level=0.95, device="auto", cache_dir=None, random_state=0, verbose=1, n_jobs=None):
+                 measure_params=None, classifier_params=None, in_distribution="rand", erasure="auto",
+                 erasure_k=DEFAULT_ERASURE_K, explain_method=None, n_explain=5, convergence_threshold="auto",
+                 segment="first", n_baseline=5, n_bootstrap=9999, confidence_level=0.95, device="auto",
+                 cache_dir=None, random_state=0, verbose=1, n_jobs=None):
         self.model = model
         self.masking_ratios = masking_ratios
         self.measures = measures
@@ -199,6 +231,8 @@ class FaithfulnessStudy(BaseEstimator):
         self.measure_params = measure_params
         self.classifier_params = classifier_params
         self.in_distribution = in_distribution
+        self.erasure = erasure
+        self.erasure_k = erasure_k
         self.explain_method = explain_method
         self.n_explain = n_explain
         self.convergence_threshold = convergence_threshold
@@ -268,11 +302,40 @@ class FaithfulnessStudy(BaseEstimator):
                     get_measure(value)
                 except ValueError as exc:
                     raise option_error(option, str(exc)) from exc
+        erasure, erasure_k = self._checked_erasure(measures)
         clf_params = checked_classifier_params(self.classifier_params)
         cache_dir = None if self.cache_dir is None else check_writable_dir(self.cache_dir, "cache_dir")
         return {"masking_ratios": masking, "seeds": seeds, "measures": measures, "grid": grid, "metric": metric,
                 "measure_params": params, "max_examples": caps, "classifier_params": clf_params,
-                "cache_dir": cache_dir}
+                "erasure": erasure, "erasure_k": erasure_k, "cache_dir": cache_dir}
+
+    def _checked_erasure(self, measures: list) -> tuple[list, list]:
+        """The erasure stage's measures (``rand``, the baseline, last; empty: no stage) and its ``k`` grid."""
+        from ..faithfulness import check_k
+        from ..importance import get_measure
+
+        grid = [float(v) for v in check_k(self.erasure_k, "erasure_k")]
+        if self.erasure is None:
+            return [], grid
+        auto = isinstance(self.erasure, str) and self.erasure == "auto"
+        if auto:
+            names = [m for m in DEFAULT_ERASURE_MEASURES if m in measures]
+        else:
+            names = []
+            for name in str_list(self.erasure, "erasure"):
+                try:
+                    name = get_measure(name).name
+                except ValueError as exc:
+                    raise option_error("erasure", str(exc)) from exc
+                if name not in measures:
+                    raise option_error("erasure", f"{name!r} is not among the measures {measures}; the erasure "
+                                                  "metrics of a measure are computed on the test texts of its "
+                                                  "curves (add it to measures).")
+                names.append(name)
+        names = [m for m in names if m != "rand"]
+        if auto and not names:
+            return [], grid
+        return [*names, "rand"], grid
 
     def _checked_splits(self, splits: Splits, settings: dict) -> None:
         """Checks that need the data: enough examples for MaSF calibration, the explanations, each class."""
@@ -493,8 +556,58 @@ class _Runner(FramesMixin):
                 bar.update()
         self._release()
 
+    def erasure_all(self):
+        """Stage 6: erasure metrics of every model, certified by one MaSF per model (none: skipped).
+
+        MaSF is fitted on the validation split masked like the training
+        batches, with the run's seed: the calibration of the in-distribution
+        report.  When the split is too small for MaSF to flag anything at
+        ``p < 0.05``, the metrics are computed but not certified (``valid`` is
+        ``<NA>``), with one warning.
+        """
+        from .._warnings import warn
+        from ..exceptions import FaithfulnessWarning
+        from ..ood import min_calibration_size
+
+        sp, s, study = self.splits, self.s, self.study
+        self.erasure_jobs = _erasure_jobs(s["erasure"], self.subsets)
+        self.erasure_unchecked = None
+        if not self.erasure_jobs:
+            return
+        n_valid = len(sp.y_valid)
+        calibrate = n_valid >= min_calibration_size()
+        if not calibrate:
+            self.erasure_unchecked = (f"the validation split has {n_valid} texts, MaSF needs at least "
+                                      f"{min_calibration_size()}")
+        with self._bar("erasure", len(self.runs) * (len(self.erasure_jobs) + calibrate)) as bar:
+            for run in self.runs:
+                where = f"{model_label(run[0])} seed {run[1]}"
+                masf = None
+                if calibrate:
+                    bar.set_postfix_str(f"{where}: MaSF calibration ({n_valid} texts)")
+                    masf = self._call("erasure", _stages.masf_stage, run, "MaSF calibration", n_valid,
+                                      self.fit_keys[run], sp.X_valid, run[1])["masf"]
+                    bar.update()
+                    if not _can_flag(masf, ERASURE_ALPHA):
+                        self.erasure_unchecked = (f"the validation split has {n_valid} texts: MaSF's level-3 fold "
+                                                  f"of {len(masf.level3_reference_)} gives no p-value below "
+                                                  f"{ERASURE_ALPHA:g}")
+                        masf = None
+                for method, (subset, idx) in self.erasure_jobs:
+                    bar.set_postfix_str(f"{where}: {method} ({len(idx)} examples)")
+                    self.outputs[("erasure", run, method, subset)] = self._call(
+                        "erasure", _stages.erasure_stage, run, method, len(idx), self.fit_keys[run], masf,
+                        [sp.X_test[i] for i in idx], sp.y_test[idx].tolist(), method, s["erasure_k"], run[1],
+                        study.segment, s["measure_params"].get(method, {}), ERASURE_ALPHA,
+                        ERASURE_MAX_INVALID_FACTOR, study.n_bootstrap, study.confidence_level)
+                    bar.update()
+        if self.erasure_unchecked:
+            warn(f"erasure metrics are not certified in-distribution ({self.erasure_unchecked}; about 60 are "
+                 "needed): their valid column is <NA>. Raise n_valid.", FaithfulnessWarning)
+        self._release()
+
     def explanations_all(self, performance: pd.DataFrame, racu_summary: pd.DataFrame):
-        """Stage 6: a few test texts explained by each model (its first converged seed), for the heatmaps."""
+        """Stage 7: a few test texts explained by each model (its first converged seed), for the heatmaps."""
         study, sp = self.study, self.splits
         self.explain_method = study.explain_method or _most_faithful(racu_summary, self.s["masking_ratios"])
         if study.n_explain == 0 or self.explain_method is None:
@@ -533,6 +646,7 @@ class _Runner(FramesMixin):
         self.random_masking_all()
         self.faithfulness_all()
         self.in_distribution_all()
+        self.erasure_all()
         performance = self._performance_frame()
         converged = {(r, s): c for r, s, c in performance[["max_masking_ratio", "seed", "converged"]].itertuples(
             index=False)}
@@ -540,12 +654,13 @@ class _Runner(FramesMixin):
         racu = self._racu_frame(converged)
         racu_summary = self._racu_summary(racu, converged)
         in_distribution = self._in_distribution_frame(converged)
+        erasure = self._erasure_frame(converged)
         explanations = self.explanations_all(performance, racu_summary)
         timings = pd.DataFrame(self.timings)
         metadata = self._metadata(timings, started, load_start, time.perf_counter() - t0, machine_info())
         return StudyResult(performance=performance, curves=curves, racu=racu, racu_summary=racu_summary,
-                           in_distribution=in_distribution, explanations=explanations, outcomes=outcomes,
-                           timings=timings, metadata=metadata)
+                           in_distribution=in_distribution, erasure=erasure, explanations=explanations,
+                           outcomes=outcomes, timings=timings, metadata=metadata)
 
 
 def _fit_info(clf, n_train: int, n_valid: int) -> dict:
@@ -561,6 +676,20 @@ def _fit_info(clf, n_train: int, n_valid: int) -> dict:
     return {"epochs": epochs, "best_epoch": best, "n_train": n_train, "n_valid": n_valid,
             "counts": {"forward_rows": epochs * (n_train + n_valid_rows), "gradient_rows": epochs * n_train,
                        "forward_tokens": 0}}
+
+
+def _erasure_jobs(measures: list, subsets: dict) -> list:
+    """``(method, (subset, indices))`` of the erasure stage: each measure on its texts, ``rand`` on each of them."""
+    if not measures:  # erasure=None, or "auto" without a default erasure measure
+        return []
+    jobs = [(m, subsets[m]) for m in measures if m != "rand"]
+    texts = list({name: (name, idx) for _, (name, idx) in jobs}.values()) or [subsets["rand"]]
+    return jobs + [("rand", pair) for pair in texts]
+
+
+def _can_flag(masf, alpha: float) -> bool:
+    """Whether a fitted calibrated MaSF can give a p-value below ``alpha`` (its level-3 fold is large enough)."""
+    return 1.0 / (len(masf.level3_reference_) + 1) < alpha
 
 
 def baseline_seed(seed: int, draw: int) -> int:

@@ -3,7 +3,7 @@
 :class:`FramesMixin` is the second half of the study runner: it reads what the
 stages left in ``self.outputs`` (per-example predictions at every ratio) and
 builds ``performance``, ``curves``/``outcomes``, ``racu``, ``racu_summary``,
-``in_distribution`` and the metadata.  Every mean over seeds uses converged
+``in_distribution``, ``erasure`` and the metadata.  Every mean over seeds uses converged
 runs only.
 """
 
@@ -17,7 +17,7 @@ import pandas as pd
 
 from ._stats import example_ci, seed_ci
 
-__all__ = ["FramesMixin", "RELIABLE_AREA_SHARE", "model_label", "ranking_metric"]
+__all__ = ["ERASURE_COLUMNS", "FramesMixin", "RELIABLE_AREA_SHARE", "model_label", "ranking_metric"]
 
 #: RACU is "reliable" when the CI lower bound of its denominator is at least this share of its estimate.
 RELIABLE_AREA_SHARE = 0.5
@@ -166,6 +166,25 @@ class FramesMixin:
         first = ["model", "max_masking_ratio", "seed", "converged"]
         return frame[first + [c for c in frame.columns if c not in first]]
 
+    def _erasure_frame(self, converged) -> pd.DataFrame:
+        """The erasure summaries of every model, seed and measure; ``k`` is NaN on the AOPC rows (``aopc``)."""
+        from ..faithfulness import AOPC
+
+        parts = []
+        for run in self.runs:
+            for method, (subset, _) in getattr(self, "erasure_jobs", []):
+                summary = pd.DataFrame(self.outputs[("erasure", run, method, subset)]["summary"])
+                aopc = summary["k"].map(lambda v: isinstance(v, str) and v == AOPC).to_numpy(dtype=bool)
+                parts.append(summary.assign(
+                    model=model_label(run[0]), max_masking_ratio=run[0], seed=run[1], converged=converged[run],
+                    subset=subset, aopc=aopc,
+                    k=[np.nan if total else float(k) for total, k in zip(aopc, summary["k"])]))
+        if not parts:
+            return pd.DataFrame()
+        frame = pd.concat(parts, ignore_index=True)[list(ERASURE_COLUMNS)]
+        frame["valid"] = frame["valid"].astype("boolean")
+        return frame
+
     def _metadata(self, timings, started, load_start, wall, machine) -> dict:
         from ..importance import get_measure
         from ..modeling import autocast_dtype_for
@@ -200,6 +219,7 @@ class FramesMixin:
             "explain_method": getattr(self, "explain_method", None),
             "explained_examples": [int(i) for i in getattr(self, "explained", [])],
             "convergence_threshold": s["convergence_threshold"],
+            "erasure": self._erasure_metadata(),
             "precision": {"inference": "fp32" if inference is None else str(inference).replace("torch.", ""),
                           "device": str(clf.device_), "measures": precision},
             "stages": stages,
@@ -210,6 +230,22 @@ class FramesMixin:
             "load_average_end": load_average(),
         }
 
+
+    def _erasure_metadata(self) -> dict | None:
+        from ._engine import ERASURE_ALPHA, ERASURE_MAX_INVALID_FACTOR
+
+        jobs = getattr(self, "erasure_jobs", [])
+        if not jobs:
+            return None
+        return {"measures": [m for m, _ in jobs if m != "rand"], "k": self.s["erasure_k"], "removal": "mask",
+                "alpha": ERASURE_ALPHA, "max_invalid_factor": ERASURE_MAX_INVALID_FACTOR,
+                "subsets": {f"{m} ({name})": int(len(idx)) for m, (name, idx) in jobs},
+                "unchecked": self.erasure_unchecked}
+
+
+#: Columns of :attr:`StudyResult.erasure`, in order.
+ERASURE_COLUMNS = ("model", "max_masking_ratio", "seed", "converged", "method", "subset", "removal", "mode", "k",
+                   "aopc", "n_examples", "mean", "ci_low", "ci_high", "n_perturbed", "ood_share", "valid")
 
 _AREAS = ["racu", "racu_low", "racu_high", "acu", "acu_low", "acu_high", "baseline_area", "baseline_area_low",
           "baseline_area_high", "reliable"]

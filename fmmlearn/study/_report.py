@@ -148,6 +148,48 @@ def _in_distribution_rows(result) -> list[dict]:
             for model, rec in in_distribution_verdicts(result).iterrows()]
 
 
+def _erasure_cell(rows: pd.DataFrame, mode: str) -> dict:
+    """One mode of one model and measure: AOPC with its CI, the flagged share per k and pooled, the badge."""
+    mode_rows = rows[rows["mode"] == mode]
+    total = mode_rows[mode_rows["aopc"]]
+    if total.empty:
+        return {"aopc": "–", "ci": "", "flagged": "–", "per_k": "", "badge": "unchecked", "verdict": "not checked"}
+    rec = total.iloc[0]
+    per_k = mode_rows[~mode_rows["aopc"]].sort_values("k")
+    flag = rec["valid"]
+    badge = "unchecked" if pd.isna(flag) else ("valid" if flag else "invalid")
+    shares = ", ".join(f"{k:.0%}: {share:.0%}" for k, share in zip(per_k["k"], per_k["ood_share"])
+                       if np.isfinite(share))
+    return {"aopc": _num(rec["mean"]), "ci": _ci_text(rec["ci_low"], rec["ci_high"], 3),
+            "flagged": "–" if not np.isfinite(rec["ood_share"]) else f"{rec['ood_share']:.0%}",
+            "per_k": f"k {shares}" if shares else "",
+            "badge": badge, "verdict": {"valid": "valid", "invalid": "not valid", "unchecked": "not checked"}[badge]}
+
+
+def _erasure_table(result) -> dict | None:
+    """The erasure section: per model and measure (``rand`` last), both modes; ``None`` when not run."""
+    from ._result import erasure_by_model
+
+    rows = erasure_by_model(result)
+    meta = result.metadata.get("erasure")
+    if rows.empty or not meta:
+        return None
+    methods = [m for m in pd.unique(rows["method"]) if m != "rand"] + ["rand"]
+    table = []
+    for model in pd.unique(rows["model"]):
+        for method in methods:
+            part = rows[(rows["model"] == model) & (rows["method"] == method)]
+            for subset, sub in part.groupby("subset", sort=False):
+                table.append({"model": model, "method": method, "baseline": method == "rand",
+                              "texts": f"{int(sub['n_examples'].max())}" + ("" if subset == "all"
+                                                                         else f" ({subset.split()[0]})"),
+                              "cells": [_erasure_cell(sub, mode) for mode in ("comprehensiveness", "sufficiency")]})
+    limit = meta["alpha"] * meta["max_invalid_factor"]
+    return {"rows": table, "k": ", ".join(f"{k:.0%}" for k in meta["k"]), "alpha": f"{meta['alpha']:g}",
+            "limit": f"{limit:.0%}", "unchecked": meta.get("unchecked"),
+            "several_seeds": bool((rows["n_seeds"] > 1).any())}
+
+
 def _heatmaps(result) -> str | None:
     from ..html import explanation_html
 
@@ -186,6 +228,9 @@ def _figures(result) -> dict:
         axes[1].set_title("whole masked test set: Simes p-value", fontsize="medium")
         fig.tight_layout()
         figures["in_distribution"] = figure_data_uri(fig)
+    if _erasure_table(result) is not None:
+        ax = result.plot_erasure()
+        figures["erasure"] = figure_data_uri(ax.figure)
     return figures
 
 
@@ -210,6 +255,7 @@ def report_context(result, title: str | None = None) -> dict:
         "restricted": restricted,
         "n_test": meta["data"]["sizes"]["test"],
         "in_distribution": _in_distribution_rows(result),
+        "erasure": _erasure_table(result),
         "explain_method": meta.get("explain_method"),
         "heatmaps": None if heatmaps is None else Markup(heatmaps),
         "timings": _timing_rows(result),

@@ -10,14 +10,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["FRAMES", "StudyResult", "load_study"]
+__all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]
 
 #: The frames of a :class:`StudyResult`, in the order they are saved.
-FRAMES = ("performance", "curves", "racu", "racu_summary", "in_distribution", "explanations", "outcomes",
-          "timings")
+FRAMES = ("performance", "curves", "racu", "racu_summary", "in_distribution", "erasure", "explanations",
+          "outcomes", "timings")
 _METADATA = "metadata.json"
 _FORMATS = ("parquet", "csv")
 _LEVEL = 0.05
+# Line colours of the erasure plot: its points are green (valid), red (not valid) or grey (not checked).
+_LINE_COLORS = ("tab:blue", "tab:orange", "tab:purple", "tab:brown", "tab:cyan", "tab:olive", "tab:pink", "black")
 
 
 class StudyResult:
@@ -53,6 +55,17 @@ class StudyResult:
         The MaSF reports (:func:`fmmlearn.ood.in_distribution_report`) of
         all models and seeds: per ratio and threshold, the share of masked
         test examples with ``p < threshold`` and dataset-level p-values.
+    erasure : pandas.DataFrame
+        ERASER's erasure metrics (:func:`fmmlearn.faithfulness.erasure_metrics`,
+        removal by the mask token) of the ``erasure`` measures and of
+        ``rand`` on the same test texts (``subset``), per model and seed:
+        one row per ``mode`` (comprehensiveness, sufficiency) and ``k``, then
+        the AOPC row (``aopc`` True, ``k`` NaN); the ``mean`` over examples
+        with its bootstrap CI (``ci_low``, ``ci_high``), ``n_perturbed``
+        erased inputs, ``ood_share`` (the share of them MaSF flags at
+        ``p < 0.05``) and ``valid`` (``ood_share`` at most twice 0.05; an
+        AOPC row is valid when every ``k`` is; ``<NA>``: not checked).  Empty
+        when the stage did not run.
     explanations : fmmlearn.explanation.Explanation
         The long frame of :func:`fmmlearn.explanation.explain` for a few
         test examples and every model (columns ``model``, ``seed`` and
@@ -137,9 +150,44 @@ class StudyResult:
         frame = self.in_distribution[self.in_distribution["converged"].astype(bool)]
         return plot_in_distribution(frame, ax=ax, path=path, statistic=statistic, threshold=threshold)
 
+    def plot_erasure(self, ax=None, path=None, *, baseline: bool = False):
+        """Comprehensiveness and sufficiency against ``k``, one line per model, coloured by validity.
+
+        Means over the converged seeds (:func:`erasure_by_model`); see
+        :func:`fmmlearn.plotting.plot_erasure`.  Green points are valid, red
+        ones not, grey ones not checked.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+        path : str or path-like, optional
+        baseline : bool, default=False
+            Also draw the ``rand`` baseline's lines.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        from ..faithfulness import AOPC
+        from ..plotting import plot_erasure
+
+        rows = erasure_by_model(self)
+        if rows.empty:
+            raise ValueError("the study has no erasure metrics (it ran with erasure=None, or no converged run).")
+        if not baseline:
+            rows = rows[rows["method"] != "rand"]
+        rows = rows.assign(k=[AOPC if total else k for total, k in zip(rows["aopc"], rows["k"])])
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots(figsize=(9, 3.8))
+            # One colour per model (solid and dashed line alike), none of them the green or red of the flags.
+            ax.set_prop_cycle(color=[c for c in _LINE_COLORS for _ in range(2)])
+        return plot_erasure(rows, ax=ax, path=path)
+
     # ------------------------------------------------------------------ text
     def summary(self) -> str:
-        """A short plain-language summary: accuracy, the most faithful measures, in-distribution verdicts."""
+        """A plain-language summary: accuracy, the most faithful measures, in-distribution and erasure verdicts."""
         return "\n".join(_summary_lines(self))
 
     def to_html(self, path=None, *, title: str | None = None) -> str:
@@ -364,9 +412,85 @@ def _in_distribution_lines(result: StudyResult) -> list[str]:
     return lines
 
 
+def _all_valid(flags: pd.Series):
+    """``False`` if any flag is False, else ``<NA>`` if any is missing, else ``True``."""
+    flags = pd.Series(flags, dtype="boolean")
+    if (flags == False).any():  # noqa: E712 - elementwise on a nullable boolean
+        return False
+    return pd.NA if flags.isna().any() or flags.empty else True
+
+
+def erasure_by_model(result: StudyResult) -> pd.DataFrame:
+    """The erasure metrics per model over its converged seeds.
+
+    ``mean``, ``ci_low``, ``ci_high`` and ``ood_share`` are means over the
+    seeds (as :func:`performance_by_model` does for the CIs); ``valid`` is
+    False when any seed's is, ``<NA>`` when any is unchecked, else True.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model, ``method``, ``subset``, ``mode`` and ``k`` (the AOPC
+        row: ``aopc`` True), with ``n_seeds``.
+    """
+    frame = result.erasure
+    if frame.empty:
+        return pd.DataFrame()
+    kept = frame[frame["converged"].astype(bool)]
+    keys = ["model", "method", "subset", "removal", "mode", "aopc", "k"]
+    grouped = kept.groupby(keys, sort=False, dropna=False)
+    out = grouped[["n_examples", "mean", "ci_low", "ci_high", "n_perturbed", "ood_share"]].mean()
+    out["valid"] = grouped["valid"].agg(_all_valid).astype("boolean")
+    out["n_seeds"] = grouped.size()
+    return out.reset_index()
+
+
+def _verdict(flag) -> str:
+    return "not checked" if pd.isna(flag) else ("valid" if flag else "not valid")
+
+
+def _names(models: list) -> str:
+    return models[0] if len(models) == 1 else ", ".join(models[:-1]) + " and " + models[-1]
+
+
+def _erasure_lines(result: StudyResult) -> list[str]:
+    rows = erasure_by_model(result)
+    if rows.empty:
+        return []
+    meta = result.metadata.get("erasure") or {}
+    alpha = meta.get("alpha", _LEVEL)
+    aopc = rows[rows["aopc"]]
+    grid = ", ".join(f"{k:.0%}" for k in meta.get("k", sorted(rows["k"].dropna().unique())))
+    lines = [f"Erasure metrics (AOPC over the top k = {grid} of the tokens; valid when MaSF flags at most "
+             f"{alpha * meta.get('max_invalid_factor', 2.0):.0%} of the erased inputs at p < {alpha:g}):"]
+    order = ("valid", "not valid", "not checked")
+    for method in [m for m in pd.unique(aopc["method"]) if m != "rand"]:
+        verdicts = {}
+        for model, part in aopc[aopc["method"] == method].groupby("model", sort=False):
+            base = aopc[(aopc["method"] == "rand") & (aopc["model"] == model)
+                        & (aopc["subset"] == part["subset"].iloc[0])].set_index("mode")["mean"]
+            parts = []
+            for rec in part.itertuples(index=False):
+                versus = f" (rand {base[rec.mode]:.3f})" if rec.mode in base.index else ""
+                flagged = "" if not np.isfinite(rec.ood_share) else f", {rec.ood_share:.0%} flagged"
+                parts.append(f"{rec.mode} {rec.mean:.3f}{versus} {_verdict(rec.valid)}{flagged}")
+                verdicts.setdefault(rec.mode, {}).setdefault(_verdict(rec.valid), []).append(model)
+            lines.append(f"  {model}, {method}: " + "; ".join(parts) + ".")
+        # One sentence per verdict pattern: "Comprehensiveness and sufficiency of loo-sign: valid for masked, ..."
+        patterns = {}
+        for mode, by in verdicts.items():
+            key = tuple((word, tuple(by[word])) for word in order if word in by)
+            patterns.setdefault(key, []).append(mode)
+        for key, modes in patterns.items():
+            said = ", ".join(f"{word} for {_names(list(models))}" for word, models in key)
+            lines.append(f"  {_names(modes).capitalize()} of {method}: {said}.")
+    return lines
+
+
 def _summary_lines(result: StudyResult) -> list[str]:
     data = result.metadata["data"]
     sizes = data["sizes"]
     head = (f"Faithfulness study on {data['name']}: {sizes['train']} training, {sizes['valid']} validation and "
             f"{sizes['test']} test texts, {len(result.metadata.get('seeds', []))} seed(s).")
-    return [head, *_performance_lines(result), *_faithfulness_lines(result), *_in_distribution_lines(result)]
+    return [head, *_performance_lines(result), *_faithfulness_lines(result), *_in_distribution_lines(result),
+            *_erasure_lines(result)]

@@ -10,13 +10,14 @@ be compared across machines.
 from __future__ import annotations
 
 import time
+import warnings
 from contextlib import contextmanager
 
 import numpy as np
 import torch
 
-__all__ = ["explanation_stage", "faithfulness_stage", "forward_counter", "gold_indices", "in_distribution_stage",
-           "performance_stage", "random_masking_stage"]
+__all__ = ["erasure_stage", "explanation_stage", "faithfulness_stage", "forward_counter", "gold_indices",
+           "in_distribution_stage", "masf_stage", "performance_stage", "random_masking_stage"]
 
 
 class _Counts:
@@ -146,6 +147,44 @@ def in_distribution_stage(handle, fit_key, X_calib, X, y, method, ratios, seed, 
         report = in_distribution_report(clf, X_calib, X, y, method=method, ratios=ratios, segment=segment,
                                         random_state=seed, model_name=model_name)
     return {**info, "report": report}
+
+
+def masf_stage(handle, fit_key, X_calib, seed) -> dict:
+    """MaSF fitted on ``X_calib`` masked like the training batches: the calibration ``in_distribution_stage`` uses.
+
+    Same features (:func:`fmmlearn.ood.calibration_features`, seeded by
+    ``seed``), same folds (``MaSF(random_state=seed)``, one group per text),
+    so the erasure metrics are certified by the very test of the
+    in-distribution report.
+    """
+    from ..ood import MaSF, calibration_features
+
+    clf = handle.get()
+    with _measured(clf) as info:
+        features, groups = calibration_features(clf, X_calib, random_state=seed, return_groups=True)
+        masf = MaSF(random_state=seed).fit(features, groups=groups)
+    return {**info, "masf": masf}
+
+
+def erasure_stage(handle, fit_key, masf, X, y, method, k, seed, segment, method_params, alpha, max_invalid_factor,
+                  n_bootstrap, confidence_level) -> dict:
+    """Comprehensiveness, sufficiency and AOPC of ``method`` (removal by mask, the gold label as target).
+
+    Every erased input is scored by the fitted ``masf`` (``None``: not
+    certified).  Returns the ``summary`` and ``per_example`` frames of
+    :func:`fmmlearn.faithfulness.erasure_metrics`.
+    """
+    from ..exceptions import FaithfulnessWarning
+    from ..faithfulness import erasure_metrics
+
+    clf = handle.get()
+    with _measured(clf) as info, warnings.catch_warnings():
+        if masf is None:  # the runner says once, and why, that nothing is certified
+            warnings.filterwarnings("ignore", message="no X_calib or fitted masf", category=FaithfulnessWarning)
+        report = erasure_metrics(clf, X, y, method, k=k, removal="mask", segment=segment, masf=masf, alpha=alpha,
+                                 max_invalid_factor=max_invalid_factor, n_bootstrap=n_bootstrap,
+                                 confidence_level=confidence_level, random_state=seed, **method_params)
+    return {**info, "summary": report.summary, "per_example": report.per_example}
 
 
 def explanation_stage(handle, fit_key, X, y, method, seed, segment, method_params) -> dict:
