@@ -1053,7 +1053,11 @@ def main(argv: list[str] | None = None) -> int:
     if not isinstance(result, dict):  # a command that returns its exit status
         return int(result or 0)
     if as_json:
-        print(json.dumps(result, default=str), file=stdout)
+        try:
+            print(json.dumps(result, default=str), file=stdout, flush=True)
+        except BrokenPipeError:  # the reader left (``| head``): the Python docs' recipe, no traceback at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+            return 1
     return 0
 
 

@@ -121,6 +121,22 @@ def test_fit_then_predict_keeps_texts_as_written(tiny_model_dir, table, tmp_path
     assert (pred["prediction"] == pred["label"]).mean() > 0.8
 
 
+def test_json_into_a_closed_pipe_exits_quietly(model_dir, table, tmp_path, monkeypatch):
+    """``fmmlearn predict ... --json | head -c0``: the reader is gone; exit 1, no BrokenPipeError traceback."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    pipe = os.fdopen(write_end, "w")
+    monkeypatch.setattr("sys.stdout", pipe)
+    try:
+        status = main(["predict", str(model_dir), str(table), "--text-col", "review", "-o",
+                       str(tmp_path / "pred.csv"), "--json", "-q"])
+    finally:
+        pipe.close()
+    assert status == 1 and (tmp_path / "pred.csv").exists()  # the predictions were written before the summary
+
+
 def test_json_summaries_are_the_only_stdout(model_dir, table, tmp_path, capsys):
     predictions = tmp_path / "pred.jsonl"
     status, out, err = run(capsys, "predict", model_dir, table, "--text-col", "review", "-o", predictions, "--json")

@@ -632,3 +632,16 @@ def test_demo_rejects_a_bad_output_dir(tmp_path, capsys):
     assert main(["demo", "--quick", "--output", str(blocker)]) == 2
     assert "--output" in capsys.readouterr().err
     assert main(["demo", "--quick", "--output", ""]) == 2
+
+
+def test_a_study_of_the_rand_baseline_alone_runs_and_reports(tiny_model_dir, toy_data, tmp_path):
+    """``measures=["rand"]``: no measure to rank, so no heatmaps and no most faithful measure, but every frame."""
+    result = tiny_study(tiny_model_dir, tmp_path / "cache", measures=["rand"], seeds=(0,), erasure=None,
+                        max_examples=None).run(
+        *toy_data)
+    assert set(result.curves["method"]) == {"rand", "random-masking"} and result.explanations.empty
+    assert result.metadata["explain_method"] is None
+    text = result.summary()
+    assert "Accuracy" in text or "accuracy" in text
+    html = result.to_html(tmp_path / "report.html")
+    assert "there is no curve to show" in (tmp_path / "report.html").read_text()

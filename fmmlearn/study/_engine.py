@@ -701,7 +701,10 @@ def _most_faithful(summary: pd.DataFrame, masking_ratios) -> str | None:
     """The most faithful measure of the most masked model (beam search excluded: it is costly to explain)."""
     from ._frames import _most_faithful_rows
 
-    rows = summary[(summary["max_masking_ratio"] == max(masking_ratios)) & ~summary["method"].str.startswith("beam-")]
+    if summary.empty:  # only the rand baseline was measured: nothing to rank
+        return None
+    rows = summary[(summary["max_masking_ratio"] == max(masking_ratios))
+                   & ~summary["method"].astype(str).str.startswith("beam-")]
     rows = rows.dropna(subset=["acu"]).reset_index(drop=True)
     if rows.empty:
         return None

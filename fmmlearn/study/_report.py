@@ -212,12 +212,14 @@ def _timing_rows(result) -> list[dict]:
 def _figures(result) -> dict:
     from ._frames import ranking_metric
 
-    ranking = "racu" if all(ranking_metric(rows) == "racu" for _, rows in result.racu_summary.groupby("model")) \
-        else "acu"
     figures = {"performance": figure_data_uri(result.plot_performance().figure),
                "random_masking": figure_data_uri(result.plot_random_masking().figure),
-               "faithfulness": figure_data_uri(result.plot_faithfulness()),
-               "racu": figure_data_uri(result.plot_racu(value=ranking).figure), "racu_value": ranking.upper()}
+               "faithfulness": None, "racu": None, "racu_value": None}
+    if not result.racu_summary.empty:  # empty when rand, the baseline, was the only measure
+        ranking = "racu" if all(ranking_metric(rows) == "racu"
+                                for _, rows in result.racu_summary.groupby("model")) else "acu"
+        figures.update(faithfulness=figure_data_uri(result.plot_faithfulness()),
+                       racu=figure_data_uri(result.plot_racu(value=ranking).figure), racu_value=ranking.upper())
     if not result.in_distribution.empty:
         import matplotlib.pyplot as plt
 
