@@ -794,6 +794,14 @@ def figures(runs, tables, out: Path) -> list:
 
     panels("racu", racu, height=4.2)
 
+    def acu(r, ax):  # ACU: no noisy denominator, comparable across the measures' subsets of texts
+        summary = r["result"].racu_summary
+        if not summary["n_seeds"].gt(0).any():
+            raise ValueError("no converged run")
+        plot_racu(summary, ax=ax, value="acu", title=r["plan"].title)
+
+    panels("acu", acu, height=4.2)
+
     def masf(r, ax):
         frame = r["result"].in_distribution
         frame = frame[frame["converged"].astype(bool)]
@@ -851,7 +859,11 @@ def _f(value, digits=3) -> str:
 
 
 def _ci(low, high, digits=3) -> str:
-    return "-" if not (np.isfinite(low) and np.isfinite(high)) else f"[{low:.{digits}f}, {high:.{digits}f}]"
+    """``[low, high]``; a bound beyond +-1000 (a RACU whose denominator reaches 0) prints as ``-inf``/``inf``."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "-"
+    bound = lambda v: ("inf" if v > 0 else "-inf") if abs(v) > 1e3 else f"{v:.{digits}f}"  # noqa: E731
+    return f"[{bound(low)}, {bound(high)}]"
 
 
 def md_table(header, rows) -> str:

@@ -591,8 +591,8 @@ DEMO_CLASSIFIER = {"max_epochs": 3, "learning_rate": 2e-4, "max_length": 48}
 #: costs about K n^2 / 2 forward passes per text), the others on a random subset (benchmarks/demo_time.py).
 DEMO_PRESETS = {
     "full": {"measures": ("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign", "beam-sign-10"),
-             "n_train": 300, "n_valid": 100, "n_test": 80, "n_baseline": 5,
-             "max_examples": {"loo-sign": 40, "int-grad-sign": 20, "beam-sign-10": 10}},
+             "n_train": 300, "n_valid": 100, "n_test": 80, "n_baseline": 3,
+             "max_examples": {"loo-sign": 40, "int-grad-sign": 16, "beam-sign-10": 10}},
     "quick": {"measures": ("rand", "inp-grad-sign", "loo-sign"),
               "n_train": 200, "n_valid": 60, "n_test": 40, "n_baseline": 3,
               "max_examples": {"loo-sign": 20, "int-grad-sign": 8, "beam-sign-10": 6}},

@@ -64,7 +64,7 @@ def test_every_table_and_figure_is_written(run):
     tables = {"performance", "performance_summary", "dropped", "random_masking", "racu", "masf", "supporting_facts",
               "pairwise", "claims", "erasure"}
     assert {f"{t}.csv" for t in tables} <= files
-    assert {"reproduce.json", "reproduce.md", "random_masking.png", "racu.png", "masf.png",
+    assert {"reproduce.json", "reproduce.md", "random_masking.png", "racu.png", "acu.png", "masf.png",
             "supporting_facts.png"} <= files
     perf = read(root, "performance")
     assert len(perf) == 2 * 2 * 2  # datasets x models x seeds
