@@ -153,7 +153,36 @@ def _process_group():
             return None
         accelerate = require("accelerate", "running under a multi-process launch")
         accelerate.PartialState(cpu=_use_cpu())
-    return dist if dist.is_initialized() and dist.get_world_size() > 1 else None
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        _destroy_group_at_exit(dist)
+        return dist
+    return None
+
+
+_EXIT_HOOK = []
+
+
+def _destroy_group_at_exit(dist) -> None:
+    """Destroy the process group when the interpreter exits (once per process).
+
+    Left to the interpreter's teardown, gloo's worker threads are destroyed
+    while still joinable and a process can abort ("terminate called without
+    an active exception", SIGABRT) after its work is done, failing the whole
+    launch; PyTorch asks callers to destroy the group before exiting.
+    """
+    if _EXIT_HOOK:
+        return
+    import atexit
+
+    def destroy():
+        if dist.is_initialized():
+            try:
+                dist.destroy_process_group()
+            except Exception:  # noqa: BLE001 - at exit, a failed teardown must not mask the run's result
+                pass
+
+    atexit.register(destroy)
+    _EXIT_HOOK.append(destroy)
 
 
 def num_processes() -> int:
