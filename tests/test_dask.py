@@ -10,12 +10,12 @@ import pickle
 import joblib
 import numpy as np
 import pytest
-import torch
 from sklearn.model_selection import GridSearchCV
 
 distributed = pytest.importorskip("distributed", reason="the distributed extra is part of the test extra")
 
 from helpers.data import make_sentiment
+from helpers.models import one_thread
 
 from fmmlearn import FaithfulTextClassifier, make_faithfulness_scorer
 from fmmlearn.study import FaithfulnessStudy
@@ -28,17 +28,6 @@ CLASSIFIER = dict(max_epochs=2, batch_size=8, learning_rate=3e-3, warmup_ratio=0
 LEARNING = dict(CLASSIFIER, max_epochs=12, batch_size=4, validation_fraction=0.0)
 # A fixed internal batch size: by default a per-process timing probe sizes the forward passes.
 LOO = {"internal_batch_size": 16}
-
-
-class one_thread:
-    """torch on one thread, like each Dask worker (``threads_per_worker=1``)."""
-
-    def __enter__(self):
-        self.threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-
-    def __exit__(self, *exc):
-        torch.set_num_threads(self.threads)
 
 
 @pytest.fixture(scope="module")

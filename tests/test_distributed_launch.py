@@ -23,6 +23,7 @@ import torch
 pytest.importorskip("accelerate", reason="the distributed extra is part of the test extra")
 
 from helpers.data import make_sentiment
+from helpers.models import one_thread
 
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn.distributed import process_seed
@@ -126,17 +127,6 @@ def accelerate_launch(*args, cwd, timeout=900) -> subprocess.CompletedProcess:
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     return done
-
-
-class one_thread:
-    """torch on one thread, like every launched process (torch's reductions depend on the thread count)."""
-
-    def __enter__(self):
-        self.threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-
-    def __exit__(self, *exc):
-        torch.set_num_threads(self.threads)
 
 
 @pytest.fixture(scope="module")

@@ -76,18 +76,25 @@ def _train(model, trainer, *, normalizer=None, pre_tokenizer, corpus) -> dict:
     return json.loads(tok.to_str())["model"]
 
 
-def _roberta_tokenizer(corpus):
-    from tokenizers import AddedToken, models, pre_tokenizers, trainers
-    from transformers import RobertaTokenizerFast
+def _train_byte_level_bpe(specials, corpus) -> dict:
+    """A byte-level BPE (RoBERTa's and ModernBERT's kind) trained on ``corpus``, specials first."""
+    from tokenizers import models, pre_tokenizers, trainers
 
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # roberta-base's ids 0, 1, 2, 3; mask last there
-    trained = _train(
+    return _train(
         models.BPE(),
         trainers.BpeTrainer(vocab_size=_VOCAB_SIZE, special_tokens=specials, show_progress=False,
                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet()),
         pre_tokenizer=pre_tokenizers.ByteLevel(add_prefix_space=False),
         corpus=corpus,
     )
+
+
+def _roberta_tokenizer(corpus):
+    from tokenizers import AddedToken
+    from transformers import RobertaTokenizerFast
+
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # roberta-base's ids 0, 1, 2, 3; mask last there
+    trained = _train_byte_level_bpe(specials, corpus)
     # The class builds roberta-base's pipeline itself (ByteLevel pre-tokenizer and
     # decoder, RobertaProcessing with trim_offsets=True); roberta-base's <mask>
     # swallows the space before it.
@@ -142,20 +149,14 @@ def _electra_tokenizer(corpus):
 
 
 def _modernbert_tokenizer(corpus):
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     # answerdotai/ModernBERT-base has no tokenizer class of its own: a generic fast
     # tokenizer over this pipeline (NFC, ByteLevel without the RoBERTa
     # post-processor, so offsets keep the leading space; a [CLS]/[SEP] template).
     specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
-    trained = _train(
-        models.BPE(),
-        trainers.BpeTrainer(vocab_size=_VOCAB_SIZE, special_tokens=specials, show_progress=False,
-                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()),
-        pre_tokenizer=pre_tokenizers.ByteLevel(add_prefix_space=False),
-        corpus=corpus,
-    )
+    trained = _train_byte_level_bpe(specials, corpus)
     vocab = trained["vocab"]
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m) for m in trained["merges"]], unk_token="[UNK]"))
     tok.normalizer = normalizers.NFC()

@@ -26,3 +26,14 @@ def build_tiny_model(path, tokenizer=None):
     BertForSequenceClassification(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
+
+
+class one_thread:
+    """torch on one thread, like each Dask worker or launched process (torch's reductions depend on it)."""
+
+    def __enter__(self):
+        self.threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.threads)
