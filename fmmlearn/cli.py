@@ -283,6 +283,17 @@ def add_model_dir_argument(parser) -> None:
     parser.add_argument("model_dir", help="directory of a model saved by 'fmmlearn fit' (FaithfulTextClassifier.save)")
 
 
+def add_seed_argument(parser, help: str) -> None:
+    """``--random-state`` (alias ``--seed``) of the commands that load a model; ``None``: the model's own."""
+    parser.add_argument("--random-state", "--seed", dest="random_state", type=int, default=None, metavar="SEED",
+                        help=help)
+
+
+def add_output_argument(parser, help: str) -> None:
+    """The required ``-o``/``--output`` (alias ``--out``) file of a command."""
+    parser.add_argument("-o", "--output", "--out", dest="output", required=True, metavar="FILE", help=help)
+
+
 def add_inference_batch_size(parser) -> None:
     """``--batch-size`` of the commands that load a model."""
     parser.add_argument("--batch-size", type=int, default=None, metavar="N",
@@ -550,8 +561,7 @@ def _add_predict_parser(sub) -> None:
         """)
     add_model_dir_argument(parser)
     add_data_arguments(parser, labels="none")
-    parser.add_argument("-o", "--output", "--out", dest="output", required=True, metavar="FILE",
-                        help="output table: .csv, .tsv, .jsonl, .parquet or .html")
+    add_output_argument(parser, "output table: .csv, .tsv, .jsonl, .parquet or .html")
     add_inference_batch_size(parser)
     add_common_options(parser)
     parser.set_defaults(func=cmd_predict)
@@ -711,11 +721,9 @@ def _add_explain_parser(sub) -> None:
                         help="rows per subword token or per word (scores aggregated)")
     parser.add_argument("--aggregate", default=default["aggregate"], choices=("sum", "mean", "max"),
                         help="how token scores combine into a word's (--level word)")
-    parser.add_argument("--random-state", "--seed", dest="random_state", type=int, default=None, metavar="SEED",
-                        help="seed of the rand measure (default: the model's random_state)")
+    add_seed_argument(parser, "seed of the rand measure (default: the model's random_state)")
     add_inference_batch_size(parser)
-    parser.add_argument("-o", "--output", "--out", dest="output", required=True, metavar="FILE",
-                        help="output table: .csv, .tsv, .jsonl, .parquet or .html")
+    add_output_argument(parser, "output table: .csv, .tsv, .jsonl, .parquet or .html")
     parser.add_argument("--html", default=None, metavar="FILE", help="also write a self-contained HTML heatmap")
     add_common_options(parser)
     parser.set_defaults(func=cmd_explain)
@@ -783,11 +791,9 @@ def _add_faithfulness_parser(sub) -> None:
                         help="mask segment A only (the paper) or every non-special token")
     parser.add_argument("--confidence-level", type=float, default=default["confidence_level"], metavar="C",
                         help="of the bootstrap intervals")
-    parser.add_argument("--random-state", "--seed", dest="random_state", type=int, default=None, metavar="SEED",
-                        help="seed of the baselines, rand and the subsample (default: the model's random_state)")
+    add_seed_argument(parser, "seed of the baselines, rand and the subsample (default: the model's random_state)")
     add_inference_batch_size(parser)
-    parser.add_argument("-o", "--output", "--out", dest="output", required=True, metavar="FILE",
-                        help="table of the curves: .csv, .tsv, .jsonl, .parquet or .html")
+    add_output_argument(parser, "table of the curves: .csv, .tsv, .jsonl, .parquet or .html")
     parser.add_argument("--summary", default=None, metavar="FILE",
                         help="table of RACU/ACU per method (default: next to the curves, curves.summary.csv "
                              "for curves.csv)")
@@ -862,11 +868,9 @@ def _add_ood_parser(sub) -> None:
                         help="differently masked copies of the calibration table")
     parser.add_argument("--segment", default=default["segment"], choices=("first", "all"),
                         help="mask segment A only (the paper) or every non-special token")
-    parser.add_argument("--random-state", "--seed", dest="random_state", type=int, default=None, metavar="SEED",
-                        help="seed of the calibration masks, the folds and rand (default: the model's random_state)")
+    add_seed_argument(parser, "seed of the calibration masks, the folds and rand (default: the model's random_state)")
     add_inference_batch_size(parser)
-    parser.add_argument("-o", "--output", "--out", dest="output", required=True, metavar="FILE",
-                        help="report table: .csv, .tsv, .jsonl, .parquet or .html")
+    add_output_argument(parser, "report table: .csv, .tsv, .jsonl, .parquet or .html")
     parser.add_argument("--plot", default=None, metavar="FILE", help="also draw the report (.png, .pdf, .svg)")
     add_common_options(parser)
     parser.set_defaults(func=cmd_ood)
