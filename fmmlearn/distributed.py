@@ -38,6 +38,7 @@ import functools
 import hashlib
 import importlib
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -160,29 +161,50 @@ def _process_group():
 
 
 _EXIT_HOOK = []
+#: How long the exit barrier waits for the other processes before giving up (and exiting anyway).
+EXIT_BARRIER_TIMEOUT_S = 60
+
+
+def _exiting_after_an_error() -> bool:
+    """Whether the interpreter is exiting because of an uncaught exception (it sets ``sys.last_value``)."""
+    return getattr(sys, "last_exc", None) is not None or getattr(sys, "last_value", None) is not None
 
 
 def _destroy_group_at_exit(dist) -> None:
-    """Destroy the process group when the interpreter exits (once per process).
+    """At interpreter exit, wait for the other processes, then destroy the group (once per process).
 
-    Left to the interpreter's teardown, gloo's worker threads are destroyed
-    while still joinable and a process can abort ("terminate called without
-    an active exception", SIGABRT) after its work is done, failing the whole
-    launch; PyTorch asks callers to destroy the group before exiting.
+    Why: a model wrapped in ``DistributedDataParallel`` keeps the gloo backend
+    (and its worker threads) alive even after ``destroy_process_group``.  A
+    worker thread that still holds the tensors of the script's last
+    collective when the interpreter starts tearing down takes the GIL too late
+    and aborts the process ("terminate called without an active exception",
+    SIGABRT) after its work is done, failing the launch (PyTorch pull request
+    179291 describes the crash).  A barrier on a clean exit makes every
+    process finish its collectives, and gives the workers time to drop those
+    tensors, while the interpreter is whole.  After an uncaught exception
+    there is no barrier: the other processes may be inside another
+    collective, and the launcher stops them when this one exits.
     """
     if _EXIT_HOOK:
         return
     import atexit
+    import datetime
 
-    def destroy():
-        if dist.is_initialized():
-            try:
-                dist.destroy_process_group()
-            except Exception:  # noqa: BLE001 - at exit, a failed teardown must not mask the run's result
-                pass
+    def wait_and_destroy():
+        if not dist.is_initialized():
+            return
+        try:
+            if not _exiting_after_an_error() and dist.get_backend() == "gloo":
+                dist.monitored_barrier(timeout=datetime.timedelta(seconds=EXIT_BARRIER_TIMEOUT_S))
+        except Exception:  # noqa: BLE001 - at exit, a peer that left first must not mask the run's result
+            pass
+        try:
+            dist.destroy_process_group()
+        except Exception:  # noqa: BLE001 - at exit, a failed teardown must not mask the run's result
+            pass
 
-    atexit.register(destroy)
-    _EXIT_HOOK.append(destroy)
+    atexit.register(wait_and_destroy)
+    _EXIT_HOOK.append(wait_and_destroy)
 
 
 def num_processes() -> int:

@@ -9,10 +9,12 @@ and are compared here with the single-process results.
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import textwrap
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -117,14 +119,33 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def accelerate_launch(*args, cwd, timeout=900) -> subprocess.CompletedProcess:
-    """``accelerate launch`` of two CPU processes (torchrun launcher, gloo), with this interpreter."""
+#: What a process that PyTorch aborts at interpreter exit prints (docs/scaling.md, "Rules that follow").
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def accelerate_launch(*args, cwd, finished=lambda: False, clear=lambda: None, timeout=900):
+    """``accelerate launch`` of two CPU processes (torchrun launcher, gloo), with this interpreter.
+
+    A launch whose processes all wrote their final outputs (``finished()``)
+    but one of which PyTorch then aborted at interpreter exit (gloo's worker
+    threads outlive the process group under DistributedDataParallel; rare,
+    and fmmlearn's exit barrier narrows it further) is run once more, after
+    ``clear()``, with a warning that shows in the test report.  Any other
+    failure, or the abort twice, fails.
+    """
     env = dict(os.environ, ACCELERATE_USE_CPU="1", CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1",
-               TRANSFORMERS_OFFLINE="1", OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(N_PROCESSES),
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "--main_process_port", str(_free_port()), *args]
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+               TRANSFORMERS_OFFLINE="1", OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
+               PYTHONFAULTHANDLER="1")  # a crash prints every Python thread's stack
+    for attempt in (1, 2):
+        command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes",
+                   str(N_PROCESSES), "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                   "--main_process_port", str(_free_port()), *args]
+        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        if done.returncode == 0 or attempt == 2 or TEARDOWN_ABORT not in done.stderr or not finished():
+            break
+        warnings.warn(f"the launch did all its work, then a process was aborted at exit; launching again:\n"
+                      f"{done.stderr[-1500:]}", RuntimeWarning, stacklevel=2)
+        clear()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     return done
 
@@ -141,7 +162,10 @@ def launched(tmp_path_factory, tiny_model_dir, fitted_tiny):
             "explain": EXPLAIN, "curves": CURVES}
     (root / "spec.json").write_text(json.dumps(spec))
     (root / "run.py").write_text(SCRIPT)
-    accelerate_launch(str(root / "run.py"), str(root / "spec.json"), cwd=root)
+    reports = [root / "out" / f"rank{rank}" / "report.json" for rank in range(N_PROCESSES)]
+    accelerate_launch(str(root / "run.py"), str(root / "spec.json"), cwd=root,
+                      finished=lambda: all(r.is_file() for r in reports),
+                      clear=lambda: shutil.rmtree(root / "out"))
     ranks = []
     for rank in range(N_PROCESSES):
         folder = root / "out" / f"rank{rank}"
@@ -232,7 +256,9 @@ def test_the_command_line_fits_data_parallel_and_only_the_main_process_writes(tm
     X, y = make_sentiment(40, seed=3)
     pd.DataFrame({"text": X, "label": y}).to_csv(tmp_path / "train.csv", index=False)
     done = accelerate_launch("-m", "fmmlearn", "fit", "train.csv", "--output", "model", "--model", tiny_model_dir,
-                             "--max-epochs", "1", "--batch-size", "8", "--precision", "fp32", "--json", cwd=tmp_path)
+                             "--max-epochs", "1", "--batch-size", "8", "--precision", "fp32", "--json", cwd=tmp_path,
+                             finished=lambda: (tmp_path / "model" / "fmmlearn.json").is_file(),
+                             clear=lambda: shutil.rmtree(tmp_path / "model"))
     documents = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert len(documents) == 1  # one report, from the main process
     assert documents[0]["model_dir"] == "model" and documents[0]["n_examples"] == 40
