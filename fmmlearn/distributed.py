@@ -193,15 +193,12 @@ def _destroy_group_at_exit(dist) -> None:
     def wait_and_destroy():
         if not dist.is_initialized():
             return
-        try:
+        # at exit, a peer that left first or a failed teardown must not mask the run's result
+        with contextlib.suppress(Exception):
             if not _exiting_after_an_error() and dist.get_backend() == "gloo":
                 dist.monitored_barrier(timeout=datetime.timedelta(seconds=EXIT_BARRIER_TIMEOUT_S))
-        except Exception:  # noqa: BLE001 - at exit, a peer that left first must not mask the run's result
-            pass
-        try:
+        with contextlib.suppress(Exception):
             dist.destroy_process_group()
-        except Exception:  # noqa: BLE001 - at exit, a failed teardown must not mask the run's result
-            pass
 
     atexit.register(wait_and_destroy)
     _EXIT_HOOK.append(wait_and_destroy)

@@ -10,12 +10,12 @@ fmmlearn's hook (so it runs after it), when its exit hook was done.
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from helpers.launch import free_port
 
 from fmmlearn.distributed import EXIT_BARRIER_TIMEOUT_S
 
@@ -47,18 +47,12 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _launch(tmp_path, mode: str, late_s: float):
     (tmp_path / "run.py").write_text(SCRIPT)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1",
                TOKENIZERS_PARALLELISM="false")
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-               str(_free_port()), str(tmp_path / "run.py"), str(tmp_path), mode, str(late_s)]
+               str(free_port()), str(tmp_path / "run.py"), str(tmp_path), mode, str(late_s)]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     events = []
     for rank in (0, 1):

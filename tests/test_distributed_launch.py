@@ -10,7 +10,6 @@ and are compared here with the single-process results.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -25,6 +24,7 @@ import torch
 pytest.importorskip("accelerate", reason="the distributed extra is part of the test extra")
 
 from helpers.data import make_sentiment
+from helpers.launch import free_port
 from helpers.models import one_thread
 
 from fmmlearn import FaithfulTextClassifier
@@ -113,12 +113,6 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 #: What a process that PyTorch aborts at interpreter exit prints (docs/scaling.md, "Rules that follow").
 TEARDOWN_ABORT = "terminate called without an active exception"
 
@@ -139,7 +133,7 @@ def accelerate_launch(*args, cwd, finished=lambda: False, clear=lambda: None, ti
     for attempt in (1, 2):
         command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes",
                    str(N_PROCESSES), "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-                   "--main_process_port", str(_free_port()), *args]
+                   "--main_process_port", str(free_port()), *args]
         done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
         if done.returncode == 0 or attempt == 2 or TEARDOWN_ABORT not in done.stderr or not finished():
             break
