@@ -42,7 +42,7 @@ from sklearn.utils._param_validation import InvalidParameterError, validate_para
 from sklearn.utils.validation import check_is_fitted
 
 from ._version import __version__
-from .distributed import is_main_process
+from ._processes import is_main_process
 from .modeling import quiet_transformers, resolve_device, resolve_max_length, resolve_model_path
 
 __all__ = ["CONFIG_FILE", "FORMAT_VERSION", "load_classifier", "picklable_state", "save_classifier",

@@ -8,12 +8,15 @@ without torch) and re-exported by :mod:`fmmlearn.masking`.
 
 from __future__ import annotations
 
+import tempfile
 from numbers import Integral
+from pathlib import Path
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-__all__ = ["DEFAULT_RATIOS", "SEGMENTS", "StrictInterval", "check_ratios", "check_segment", "positive_int"]
+__all__ = ["DEFAULT_RATIOS", "SEGMENTS", "StrictInterval", "check_ratios", "check_segment", "check_writable_dir",
+           "positive_int"]
 
 #: The paper's masking ratios: 0, 0.1, ..., 1.0.
 DEFAULT_RATIOS = tuple(k / 10 for k in range(11))
@@ -87,3 +90,19 @@ class StrictInterval(Interval):
 def positive_int() -> StrictInterval:
     """The constraint "an int >= 1, not a bool", for ``validate_params``."""
     return StrictInterval(Integral, 1, None, closed="left")
+
+
+def check_writable_dir(path, option: str) -> Path:
+    """``path`` as a writable directory (created if needed), else a ValueError naming ``option``."""
+    if path is None or not str(path).strip():
+        raise ValueError(f"{option}: expected a directory path, got {path!r}.")
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{option}: {str(path)!r} exists and is not a directory.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{option}: cannot write to {str(path)!r} ({exc.strerror or exc}).") from exc
+    return path

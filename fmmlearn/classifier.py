@@ -18,7 +18,6 @@ import pandas as pd
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import accuracy_score
-from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -26,17 +25,16 @@ from sklearn.utils.validation import check_is_fitted
 from ._labels import check_labels
 from ._random import derive_seed, resolve_seed
 from ._validation import StrictInterval
+from ._validation_data import masked_validation, split_validation, validation_dataset
 from ._warnings import reports_truncation_once, single_class_note, warn
+from .datasets import paper_params, paper_primary_metric
+from .distributed import make_accelerator
 from .encoding import encode, validate_texts
 from .exceptions import DegenerateModelWarning
 from .masking import MASKING_STRATEGIES
-from .datasets import paper_params, paper_primary_metric
-from .distributed import make_accelerator
 from .metrics import get_metric
-from .modeling import (PRECISIONS, load_pretrained, predict_logits, resolve_device, resolve_max_length,
-                       resolve_precision)
-from .training import (LR_SCHEDULES, EncodedDataset, concat_encodings, history_frame, make_net, mask_encoding,
-                       random_masker)
+from .modeling import PRECISIONS, load_pretrained, predict_logits, resolve_device, resolve_max_length, resolve_precision
+from .training import LR_SCHEDULES, EncodedDataset, history_frame, make_net
 
 __all__ = ["FaithfulTextClassifier"]
 
@@ -345,7 +343,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         device = resolve_device(self.device) if accelerator is None else torch.device(accelerator.device)
         metric = get_metric(self._selection_metric())
 
-        train_idx, valid_part = self._split_validation(texts, targets, validation_data, encoder, is_pair, seed)
+        train_idx, valid_part = split_validation(texts, targets, validation_data, encoder, is_pair, seed,
+                                                 self.validation_fraction, owner=type(self).__name__)
 
         # fork_rng: the head initialisation and dropout use torch's global RNG;
         # seeding a forked copy makes fit reproducible without side effects.
@@ -364,10 +363,10 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             max_length = resolve_max_length(self.max_length, model, tokenizer, is_pair=is_pair)
             encoding = encode(tokenizer, texts, is_pair=is_pair, max_length=max_length, name="X")
             train_set = EncodedDataset(encoding.subset(train_idx), targets[train_idx])
-            valid_set = clean_valid = self._validation_dataset(encoding, targets, valid_part, tokenizer, is_pair,
-                                                               max_length)
+            valid_set = clean_valid = validation_dataset(encoding, targets, valid_part, tokenizer, is_pair, max_length)
             if valid_set is not None and self.validation != "clean" and self.max_masking_ratio > 0:
-                valid_set = self._mask_validation(valid_set, tokenizer, seed)
+                valid_set = masked_validation(valid_set, tokenizer, float(self.max_masking_ratio), self.validation,
+                                              seed)
             net = self._make_net(
                 model, tokenizer, train_set, valid_set, device, dtype, seed, metric, len(encoder.classes_),
                 accelerator=accelerator,
@@ -443,53 +442,6 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         if self.selection_metric is not None:
             return self.selection_metric
         return primary or "accuracy"
-
-    def _split_validation(self, texts, targets, validation_data, encoder, is_pair, seed):
-        """Indices to train on, plus ``None`` or the validation part."""
-        all_idx = np.arange(len(texts))
-        if validation_data is not None:
-            if not (isinstance(validation_data, tuple) and len(validation_data) == 2):
-                raise ValueError("validation_data must be a tuple (X_valid, y_valid).")
-            v_texts, v_pair = validate_texts(validation_data[0], "validation_data[0]")
-            if v_pair != is_pair:
-                raise ValueError("validation_data[0] must be of the same kind (single texts or pairs) as X.")
-            v_labels = check_labels(validation_data[1], len(v_texts), "validation_data[1]", owner=type(self).__name__)
-            unseen = sorted(set(v_labels.tolist()) - set(encoder.classes_.tolist()), key=str)
-            if unseen:
-                raise ValueError(f"validation_data[1] has labels not in y: {unseen[:5]}.")
-            return all_idx, ("explicit", v_texts, encoder.transform(v_labels))
-        if not self.validation_fraction:
-            return all_idx, None
-        n_valid = int(round(self.validation_fraction * len(texts)))
-        if n_valid < 1 or len(texts) - n_valid < 1:
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction} leaves no validation or no training "
-                f"examples out of {len(texts)}; pass validation_fraction=0 or more data."
-            )
-        counts = np.bincount(targets)
-        stratify = targets if counts.min() >= 2 and n_valid >= len(counts) else None
-        train_idx, valid_idx = train_test_split(all_idx, test_size=n_valid, random_state=seed, stratify=stratify)
-        return np.sort(train_idx), ("split", np.sort(valid_idx))
-
-    def _validation_dataset(self, encoding, targets, valid_part, tokenizer, is_pair, max_length):
-        if valid_part is None:
-            return None
-        if valid_part[0] == "explicit":
-            _, v_texts, v_targets = valid_part
-            v_encoding = encode(tokenizer, v_texts, is_pair=is_pair, max_length=max_length,
-                                name="validation_data[0]")
-            return EncodedDataset(v_encoding, v_targets)
-        idx = valid_part[1]
-        return EncodedDataset(encoding.subset(idx), targets[idx])
-
-    def _mask_validation(self, valid_set, tokenizer, seed):
-        """The masked copy of the validation set, drawn once (as in the paper)."""
-        masker = random_masker(float(self.max_masking_ratio), tokenizer.mask_token_id, seed + 1)
-        masked = mask_encoding(valid_set.encoding, masker, tokenizer.pad_token_id)
-        if self.validation == "masked":
-            return EncodedDataset(masked, valid_set.targets.numpy())
-        both = concat_encodings(valid_set.encoding, masked)
-        return EncodedDataset(both, np.concatenate([valid_set.targets.numpy()] * 2))
 
     # ------------------------------------------------------------------ prediction
     def encode(self, X, name: str = "X"):

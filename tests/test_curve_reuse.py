@@ -7,13 +7,13 @@ The reference is the naive loop: the masked ids of each ratio evaluated on their
 import numpy as np
 import pytest
 import torch
-
-from fmmlearn.faithfulness import _loop, faithfulness_curve, iter_explainer_masking
-from fmmlearn.faithfulness._curves import step_logits
-from fmmlearn.metrics import get_metric
-
 from helpers.data import make_sentiment
 from helpers.faithfulness import BagClassifier, word_weights
+
+from fmmlearn import explainer_masking as _loop
+from fmmlearn.faithfulness import faithfulness_curve, iter_explainer_masking
+from fmmlearn.faithfulness._curves import step_logits
+from fmmlearn.metrics import get_metric
 
 
 class CountingBag(BagClassifier):

@@ -16,7 +16,7 @@ from sklearn.base import clone
 from helpers.data import make_sentiment
 
 from fmmlearn import FaithfulTextClassifier
-from fmmlearn import distributed
+from fmmlearn import _processes, distributed
 from fmmlearn._random import derive_seed
 from fmmlearn.distributed import (dask_backend, gather_objects, is_main_process, local_only, num_processes,
                                   optimizer_steps_per_epoch, process_seed, shard_batches, split_training_batches)
@@ -94,7 +94,7 @@ def test_a_plain_process_works_alone():
     assert num_processes() == 1 and is_main_process() and gather_objects({"a": 1}) == [{"a": 1}]
     with local_only(), local_only():
         assert num_processes() == 1
-    assert not distributed._LOCAL_ONLY.get()
+    assert not _processes._LOCAL_ONLY.get()
 
 
 def test_map_batches_draws_of_a_batch_do_not_depend_on_the_batches_run_before_it(monkeypatch):
@@ -109,7 +109,7 @@ def test_map_batches_draws_of_a_batch_do_not_depend_on_the_batches_run_before_it
     full = run(torch.Generator().manual_seed(7), own=True)
     plain = run(torch.Generator().manual_seed(7), own=False)
     # a process holding only every other batch (how a launch splits them), without exchanging rows
-    monkeypatch.setattr(distributed, "batches_for_this_process",
+    monkeypatch.setattr(_processes, "batches_for_this_process",
                         lambda batches, lengths, what: (batches[1::2], False))
     share = run(torch.Generator().manual_seed(7), own=True)
     unshared = run(torch.Generator().manual_seed(7), own=False)

@@ -205,13 +205,13 @@ def tiny_runtime(monkeypatch, tiny_model_dir):
     import matplotlib
 
     import fmmlearn.cli
-    import fmmlearn.modeling
+    import fmmlearn.modeling._loading
     from fmmlearn import FaithfulTextClassifier
 
     matplotlib.use("Agg")  # headless: figures go to the files the docs name
 
     resolve = fmmlearn.modeling.resolve_model_path
-    monkeypatch.setattr(fmmlearn.modeling, "resolve_model_path",
+    monkeypatch.setattr(fmmlearn.modeling._loading, "resolve_model_path",
                         lambda model: tiny_model_dir if _is_bundled_minilm(model) else resolve(model))
     init = FaithfulTextClassifier.__init__
     monkeypatch.setattr(init, "__kwdefaults__", {**init.__kwdefaults__, **TINY_FIT_DEFAULTS})

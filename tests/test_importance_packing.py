@@ -117,7 +117,7 @@ def test_packed_integrated_gradients_equal_one_step_at_a_time(bert):
 @pytest.fixture
 def fast_bf16(monkeypatch, fitted_tiny):
     """This CPU 'runs bf16 natively' and the probe 'measured' it 4x faster (cached for the tiny model)."""
-    monkeypatch.setattr(modeling, "reduced_dtype", lambda device: torch.bfloat16)
+    monkeypatch.setattr(modeling._devices, "reduced_dtype", lambda device: torch.bfloat16)
     clear_probe_cache()
     clock = {"now": 0.0}
 

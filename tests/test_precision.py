@@ -55,7 +55,7 @@ def fresh_probes():
 @pytest.fixture
 def native_bf16(monkeypatch):
     """Pretend this CPU runs bf16 natively (AVX512-BF16 / AMX), whatever it really has."""
-    monkeypatch.setattr(modeling, "reduced_dtype", lambda device: torch.bfloat16)
+    monkeypatch.setattr(modeling._devices, "reduced_dtype", lambda device: torch.bfloat16)
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_probe_runs_once_per_architecture_and_shape(bert, native_bf16, tiny_mode
 
 
 def test_bf16_is_not_probed_where_it_does_not_run_natively(bert, monkeypatch):
-    monkeypatch.setattr(modeling, "reduced_dtype", lambda device: None)
+    monkeypatch.setattr(modeling._devices, "reduced_dtype", lambda device: None)
     model, _ = bert
     clock = FakeClock()
     with clock.charge(model, per_token(1e-6, 1e-9)):  # bf16 would look fast, but must not even be tried

@@ -11,10 +11,12 @@ area is RACU (Madsen, Reddy & Chandar, 2024; ``docs/faithfulness.md``).
 
 One concept per module, from the bottom:
 
-* ``_loop`` -- :func:`iter_batch_masking` (one padded batch, any model) and
-  :func:`iter_explainer_masking` (a whole encoded set of a fitted classifier,
-  yielding ``(ratio, masked ids)`` per step);
-* ``_importances`` -- precomputed scores (e.g. Captum's) aligned to an encoding;
+* :mod:`fmmlearn.explainer_masking` (below this package, shared with the
+  in-distribution report) -- :func:`iter_batch_masking` (one padded batch, any
+  model) and :func:`iter_explainer_masking` (a whole encoded set of a fitted
+  classifier, yielding ``(ratio, masked ids)`` per step), re-exported here;
+* :mod:`fmmlearn.importance.precomputed` -- precomputed scores (e.g. Captum's)
+  aligned to an encoding;
 * ``_curves`` -- :func:`faithfulness_curve`, :func:`random_masking_curve`;
 * ``_area`` -- :func:`acu`, :func:`racu` (numpy and pandas only);
 * ``_scorer`` -- :func:`make_faithfulness_scorer`, :func:`faithfulness_score`,
@@ -42,8 +44,8 @@ _LAZY = {
     "RANDOM_MASKING": "._curves",
     "faithfulness_curve": "._curves",
     "random_masking_curve": "._curves",
-    "iter_batch_masking": "._loop",
-    "iter_explainer_masking": "._loop",
+    "iter_batch_masking": "..explainer_masking",
+    "iter_explainer_masking": "..explainer_masking",
     "faithful_refit": "._scorer",
     "faithfulness_score": "._scorer",
     "make_faithfulness_scorer": "._scorer",

@@ -13,12 +13,12 @@ from .._random import resolve_seed
 from .._validation import check_ratios, check_segment
 from .._warnings import reports_truncation_once, warn
 from ..datasets import paper_primary_metric
-from ..exceptions import FaithfulnessWarning
 from ..encoding import collate
+from ..exceptions import FaithfulnessWarning
+from ..explainer_masking import eligible_masks, iter_explainer_masking
 from ..importance import get_measure
 from ..masking import fixed_count_masking, maskable_positions
 from ..metrics import get_metric
-from ._loop import eligible_masks, iter_explainer_masking
 
 __all__ = ["BASELINE", "CURVE_COLUMNS", "RANDOM_MASKING", "faithfulness_curve", "random_masking_curve"]
 

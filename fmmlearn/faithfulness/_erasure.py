@@ -38,12 +38,12 @@ from .._validation import check_segment
 from .._warnings import reports_truncation_once
 from ..encoding import Encoding
 from ..exceptions import FaithfulnessWarning
+from ..explainer_masking import eligible_masks, finite_scores
 from ..explanation import explain_encoded
 from ..importance import get_measure
+from ..importance.precomputed import check_covered, importance_arrays
 from ..masking import mask_top_k
 from ..ood import MaSF, calibration_features, hidden_state_features, min_calibration_size
-from ._importances import check_covered, importance_arrays
-from ._loop import _finite_scores, eligible_masks
 from ._token_lists import is_token_list_form, token_list_scores
 
 __all__ = ["AOPC", "DEFAULT_K", "ERASURE_MODES", "PER_EXAMPLE_COLUMNS", "REMOVALS", "SUMMARY_COLUMNS",
@@ -263,7 +263,7 @@ def _rationales(scores: list, eligible: list, k: float) -> list:
     position), so the two metrics remove the same tokens at the same share.
     """
     allowed = _padded(eligible, False, bool)
-    importance = _finite_scores(_padded([np.nan_to_num(s, nan=0.0) for s in scores], 0.0, np.float64))
+    importance = finite_scores(_padded([np.nan_to_num(s, nan=0.0) for s in scores], 0.0, np.float64))
     sentinel = -1  # an id no token has: nothing counts as "already masked"
     hit = mask_top_k(torch.zeros_like(allowed, dtype=torch.long), importance, allowed, k, sentinel) == sentinel
     return [np.flatnonzero(row[: len(e)]) for row, e in zip(hit.numpy(), eligible)]

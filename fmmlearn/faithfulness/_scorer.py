@@ -15,11 +15,11 @@ from .._random import derive_seed, resolve_seed
 from .._validation import DEFAULT_RATIOS, StrictInterval, check_ratios, check_segment, positive_int
 from .._warnings import reports_truncation_once, warn
 from ..exceptions import FaithfulnessWarning
+from ..explainer_masking import eligible_masks, resolve_recursive
 from ..importance import get_measure
 from ..metrics import get_metric
 from ._area import acu, flat_baseline_reason, racu
 from ._curves import BASELINE, encoded_curve, resolve_metric
-from ._loop import _resolve_recursive, eligible_masks
 
 __all__ = ["faithful_refit", "faithfulness_score", "make_faithfulness_scorer"]
 
@@ -184,7 +184,7 @@ def make_faithfulness_scorer(
         get_metric(metric)
     grid = tuple(check_ratios(ratios, endpoints=True).tolist())
     check_segment(segment)
-    _resolve_recursive(measure, recursive, False)
+    resolve_recursive(measure, recursive, False)
     resolve_seed(random_state, 0)
     return _FaithfulnessScorer(measure.name, metric, grid, bool(relative), int(n_random), random_state, segment,
                               recursive, max_samples, method_params)

@@ -12,7 +12,7 @@ from .._labels import resolve_targets
 from .._random import derive_seed, resolve_seed
 from .._validation import check_ratios, check_segment, positive_int
 from .._warnings import reports_truncation_once
-from ..faithfulness._loop import iter_explainer_masking
+from ..explainer_masking import iter_explainer_masking
 from ..importance import get_measure
 from ._checks import _check_thresholds
 from ._combine import DEFAULT_THRESHOLDS, summarize_pvalues

@@ -37,12 +37,12 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._validation import check_writable_dir
 from . import _stages
 from ._cache import StageCache, content_key, model_identity
 from ._data import Splits, check_dataset_name, load_splits
 from ._frames import FramesMixin, model_label
-from ._options import (check_writable_dir, checked_classifier_params, float_list, int_list, label_metric,
-                       option_error, str_list)
+from ._options import checked_classifier_params, float_list, int_list, label_metric, option_error, str_list
 from ._parallel import fit_in_parallel
 from ._stats import score_function
 

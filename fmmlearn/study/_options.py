@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import numbers
-import tempfile
-from pathlib import Path
 
 import numpy as np
 from sklearn.utils._param_validation import validate_parameter_constraints
 
-__all__ = ["STUDY_OWNED", "check_writable_dir", "checked_classifier_params", "float_list", "int_list",
+__all__ = ["STUDY_OWNED", "checked_classifier_params", "float_list", "int_list",
            "label_metric", "option_error", "str_list"]
 
 #: FaithfulTextClassifier parameters the study sets itself.
@@ -78,19 +76,3 @@ def checked_classifier_params(params) -> dict:
     validate_parameter_constraints(FaithfulTextClassifier._parameter_constraints, clf.get_params(deep=False),
                                    caller_name="classifier_params of FaithfulnessStudy")
     return params
-
-
-def check_writable_dir(path, option: str) -> Path:
-    """``path`` as a writable directory (created if needed), else a ValueError naming ``option``."""
-    if path is None or not str(path).strip():
-        raise option_error(option, f"expected a directory path, got {path!r}.")
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise option_error(option, f"{str(path)!r} exists and is not a directory.")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-"):
-            pass
-    except OSError as exc:
-        raise option_error(option, f"cannot write to {str(path)!r} ({exc.strerror or exc}).") from exc
-    return path

@@ -16,18 +16,18 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from .._random import resolve_seed
-from .._validation import check_ratios, check_segment
-from ..encoding import collate
-from ..importance import compute_importance, get_measure
-from ..masking import eligible_positions, mask_counts, mask_top_k
-from ..modeling import autocast_dtype_for, map_batches
-from ._importances import check_covered, importance_arrays
+from ._random import resolve_seed
+from ._validation import check_ratios, check_segment
+from .encoding import collate
+from .importance import compute_importance, get_measure
+from .importance.precomputed import check_covered, importance_arrays
+from .masking import eligible_positions, mask_counts, mask_top_k
+from .modeling import autocast_dtype_for, map_batches
 
-__all__ = ["eligible_masks", "iter_batch_masking", "iter_explainer_masking"]
+__all__ = ["eligible_masks", "finite_scores", "iter_batch_masking", "iter_explainer_masking", "resolve_recursive"]
 
 
-def _resolve_recursive(measure, recursive, precomputed: bool) -> bool:
+def resolve_recursive(measure, recursive, precomputed: bool) -> bool:
     """The measure's default (docs/explain.md) unless told; precomputed scores cannot be recomputed."""
     if precomputed:
         if recursive:
@@ -56,7 +56,8 @@ def _checked_measure(method, precomputed: bool, method_params: dict):
 
 
 
-def _finite_scores(importance: torch.Tensor) -> torch.Tensor:
+def finite_scores(importance: torch.Tensor) -> torch.Tensor:
+    """``importance`` in float64, clamped so that no score ties with the ranking sentinels."""
     # mask_top_k ranks already-masked tokens at +inf and ineligible ones at -inf;
     # clamping keeps a user's +-inf from tying with those sentinels.
     big = torch.finfo(torch.float64).max / 4
@@ -134,7 +135,7 @@ def iter_batch_masking(
     """
     grid = check_ratios(ratios)
     measure = _checked_measure(method, importance is not None, method_params)
-    recursive = _resolve_recursive(measure, recursive, importance is not None)
+    recursive = resolve_recursive(measure, recursive, importance is not None)
     eligible = eligible_positions(batch, check_segment(segment))
 
     def explain(rows: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
@@ -154,7 +155,7 @@ def iter_batch_masking(
                 ids = torch.where(eligible, torch.full_like(ids, mask_token_id), ids)
             elif ratio > 0.0:
                 scores = _recursive_scores(explain, ids, eligible, ratio, mask_token_id) if recursive else importance
-                ids = mask_top_k(ids, _finite_scores(scores), eligible, ratio, mask_token_id)
+                ids = mask_top_k(ids, finite_scores(scores), eligible, ratio, mask_token_id)
             yield ratio, ids
 
     return steps()  # arguments are checked now, the work happens on iteration
@@ -245,7 +246,7 @@ def iter_explainer_masking(
     check_segment(segment)
     precomputed = importances is not None
     measure = _checked_measure(method, precomputed, method_params)
-    recursive = _resolve_recursive(measure, recursive, precomputed)
+    recursive = resolve_recursive(measure, recursive, precomputed)
     targets = np.asarray(target_idx, dtype=np.int64)
     if targets.shape != (len(encoding),):
         raise ValueError(f"target_idx must have shape ({len(encoding)},), got {targets.shape}.")
