@@ -17,6 +17,7 @@ _EXPORTS = {
     "FaithfulnessWarning": "fmmlearn.exceptions",
     "DegenerateModelWarning": "fmmlearn.exceptions",
     "TruncationWarning": "fmmlearn.exceptions",
+    "CacheWarning": "fmmlearn.exceptions",
     "FittedClassifier": "fmmlearn._protocols",
     "MaSF": "fmmlearn.ood",
     "InDistributionReport": "fmmlearn.ood",

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["derive_seed", "resolve_seed"]
+__all__ = ["derive_seed", "generator", "offset_seed", "resolve_seed"]
 
 _MAX_SEED = 2**31 - 1
 
@@ -71,3 +71,22 @@ def derive_seed(seed: int, *keys: int) -> int:
     int
     """
     return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1)[0])
+
+
+def generator(seed: int, *keys: int) -> np.random.Generator:
+    """The numpy ``Generator`` of the sub-stream ``(seed, *keys)`` (``SeedSequence([seed, *keys])``).
+
+    The same path as :func:`derive_seed`, handed over as a generator (e.g. the study's choice of the
+    test texts each measure runs on: ``generator(random_state, 1)``).
+    """
+    return np.random.default_rng([int(seed), *map(int, keys)])
+
+
+def offset_seed(seed: int, offset: int) -> int:
+    """``seed + offset``: the seeds of streams that were defined that way before :func:`derive_seed` existed.
+
+    Kept, named, so that their numbers do not change: the study's validation and training splits
+    (``offset`` 1 and 2 after the test split's ``seed``) and the masked validation copy of ``fit``
+    (``offset`` 1 after the fit's seed).
+    """
+    return int(seed) + int(offset)

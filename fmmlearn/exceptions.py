@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["DegenerateModelWarning", "FaithfulnessWarning", "TruncationWarning"]
+__all__ = ["CacheWarning", "DegenerateModelWarning", "FaithfulnessWarning", "TruncationWarning"]
 
 
 class FaithfulnessWarning(UserWarning):
@@ -22,3 +22,7 @@ class DegenerateModelWarning(ConvergenceWarning):
 
 class TruncationWarning(UserWarning):
     """Inputs longer than ``max_length`` were truncated; raised once per call, naming them."""
+
+
+class CacheWarning(UserWarning):
+    """A cache entry was corrupt (truncated, altered) or stale (made by other versions); it is recomputed."""

@@ -21,18 +21,17 @@ recorded.
 
 from __future__ import annotations
 
-import base64
-import io
 import math
 import numbers
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ._explanation_data import EXAMPLE_VALUES, ROW_COLUMNS, lookup
+from ._formatting import interval, number
+from ._templates import environment, figure_data_uri
 
 __all__ = ["SIGNED_PALETTE", "UNSIGNED_PALETTE", "explanation_html", "report_html"]
 
@@ -95,12 +94,6 @@ def _colors(values, vmax: float, signed: bool) -> tuple[list[str], list[str]]:
     """Background and text colour per score."""
     rgb = _interpolate(SIGNED_PALETTE if signed else UNSIGNED_PALETTE, _positions(values, vmax, signed))
     return _hex(rgb), _text_colors(rgb)
-
-
-def _number(value: float, digits: int = 3) -> str:
-    """A score for people: ``digits`` significant digits, a real minus sign."""
-    text = f"{value:.{digits}g}"
-    return text.replace("-", "\u2212") if not text.startswith("nan") else "NaN"
 
 
 # --------------------------------------------------------------------------- checking the input
@@ -259,7 +252,7 @@ def _colour_bar(s: _Scale) -> dict:
     if s.relative:
         texts = [("\u2212" if f < 0 else "") + f"{abs(f):.0%}" if f else "0" for f in fractions]
     else:
-        texts = [_number(f * s.vmax, digits=2) if f else "0" for f in fractions]
+        texts = [number(f * s.vmax, 2, significant=True, unicode_minus=True) if f else "0" for f in fractions]
     ticks = [{"at": f"{(f + 1) * 50 if s.signed else f * 100:g}", "text": t} for f, t in zip(fractions, texts)]
     unit = " of each example's largest |score|" if s.relative else ""
     if s.signed:
@@ -308,7 +301,7 @@ def _token_pieces(rows: pd.DataFrame, level: str, s: _Scale) -> list[dict]:
     n_tokens = rows["n_tokens"].tolist() if level == "word" and "n_tokens" in rows.columns else [None] * len(rows)
     pieces = []
     for value, bg, fg, token, count in zip(values, backgrounds, foregrounds, tokens, n_tokens):
-        score = _number(value) if np.isfinite(value) else "no score"
+        score = number(value, 3, significant=True, unicode_minus=True, missing="no score")
         if level == "token":
             what = f"token {token}"
         else:
@@ -437,14 +430,6 @@ def _items(said: dict) -> list[dict]:
 # --------------------------------------------------------------------------- rendering
 
 
-@cache
-def _environment():
-    from jinja2 import Environment, PackageLoader, StrictUndefined
-
-    return Environment(loader=PackageLoader("fmmlearn", "templates"), autoescape=True, undefined=StrictUndefined,
-                       trim_blocks=True, lstrip_blocks=True)
-
-
 def _write(page: str, path) -> None:
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -568,7 +553,7 @@ def explanation_html(explanations, *, examples=None, path=None, title: str | Non
                   else f"{len(ids)} example{'s' if len(ids) != 1 else ''}")
     hover = "hover a token for its score; thin lines mark subword boundaries" if level == "token" \
         else "hover a word for its score"
-    page = _environment().get_template("heatmap.html.j2").render(
+    page = environment().get_template("heatmap.html.j2").render(
         title=title, full_page=bool(full_page), note=f"{shown_note} \u00b7 {level} level \u00b7 {hover}",
         bars=[_colour_bar(s) for s in scales.values()], columns=columns, show_header=bool(facets), rows=rows_out,
     )
@@ -587,17 +572,11 @@ def _figure_png(draw, dpi: int) -> str:
 
     figure = Figure(figsize=(5.5, 3.8))
     draw(figure.subplots())
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return figure_data_uri(figure, dpi=dpi, close=False)
 
 
 def _with_interval(mean, low, high) -> str:
-    if not np.isfinite(mean):
-        return "n/a"
-    if np.isfinite(low) and np.isfinite(high):
-        return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
-    return f"{mean:.3f}"
+    return " ".join(filter(None, [number(mean, 3, missing="n/a"), interval(low, high, 3) if np.isfinite(mean) else ""]))
 
 
 def _faithfulness_table(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -690,7 +669,7 @@ def report_html(report, *, title: str | None = None, path=None, full_page: bool 
 
     table_html = Markup(table.to_html(index=False, border=0, classes="fmm-rep-table", na_rep="n/a",
                                       float_format=lambda v: f"{v:.3g}"))
-    page = _environment().get_template("summary.html.j2").render(
+    page = environment().get_template("summary.html.j2").render(
         title=title, full_page=bool(full_page), kind=kind, table=table_html, image=image, alt=alt, notes=notes)
     _write(page, path)
     return page

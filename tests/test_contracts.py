@@ -52,6 +52,25 @@ def test_every_top_level_name_resolves(name):
     ("fmmlearn.explanation", ["explain", "explain_encoded", "token_frame", "word_frame", "resolve_targets",
                               "resolve_seed", "autocast_dtype_for"]),
     ("fmmlearn.masking", ["check_ratios", "SEGMENTS", "mask_training_batch", "mask_top_k"]),
+    # the runtime became a package, the study a pipeline, the CLI one module per command (issue 23)
+    ("fmmlearn.modeling", ["BUNDLED_MODELS", "DEFAULT_TOKENS_PER_FORWARD", "ForwardRates", "MIN_SPEEDUP", "PRECISIONS",
+                           "PRECISION_FAMILIES", "PROBE_SHAPE", "TOKEN_BUDGETS", "autocast", "autocast_dtype_for",
+                           "eval_mode", "check_finite_logits", "clear_probe_cache", "cpu_info", "forward_logits",
+                           "load_pretrained", "logits_of", "map_batches", "measure_forward_rates", "position_limit",
+                           "precision_report", "predict_logits", "progress_bar", "quiet_transformers",
+                           "reduced_dtype", "resolve_device", "resolve_max_length", "resolve_model_path",
+                           "resolve_precision", "run_in_batches", "tokens_per_forward"]),
+    ("fmmlearn.distributed", ["DISTRIBUTED_EXTRA", "AcceleratedTrainingMixin", "ProcessBatchSampler",
+                              "accelerated_net_options", "batches_for_this_process", "dask_backend",
+                              "gather_objects", "is_main_process", "launched_processes", "local_only",
+                              "make_accelerator", "num_processes", "optimizer_steps_per_epoch",
+                              "process_device_index", "process_index", "process_seed", "require", "shard_batches",
+                              "split_training_batches"]),
+    ("fmmlearn.study", ["DEFAULT_ERASURE_K", "DEFAULT_ERASURE_MEASURES", "DEFAULT_MEASURES", "FRAMES", "STAGES",
+                        "FaithfulnessStudy", "StudyResult", "dataset_names", "erasure_by_model", "load_study",
+                        "model_label"]),
+    ("fmmlearn.cli", ["build_parser", "main", "read_table", "labels_from", "summary_path", "DEMO_PRESETS"]),
+    ("fmmlearn.datasets", ["DatasetUnavailableError", "clean_mimic_text", "load_paper_dataset", "load_babi"]),
 ])
 def test_import_paths_from_before_the_restructuring_still_work(module, names):
     imported = __import__(module, fromlist=names)

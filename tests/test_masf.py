@@ -388,3 +388,30 @@ def test_summaries_reject_bad_pvalues(p, message):
 def test_summaries_reject_bad_thresholds():
     with pytest.raises(ValueError, match="thresholds"):
         summarize_pvalues([0.5], thresholds=(0.05, 1.5))
+
+
+@pytest.mark.parametrize("n_calibration", [30, 100, 150, 600])
+def test_the_null_share_is_the_share_of_attainable_pvalues_below_alpha(n_calibration):
+    """p-values are k / (N3 + 1); in-distribution examples get each with probability 1 / (N3 + 1)."""
+    rng = np.random.default_rng(n_calibration)
+    masf = MaSF(random_state=0).fit(rng.standard_normal((n_calibration, 2, 6)))
+    n3 = len(masf.level3_reference_)
+    assert masf.pvalue_floor_ == pytest.approx(1 / (n3 + 1))
+    attainable = np.arange(1, n3 + 2) / (n3 + 1)
+    for alpha in (0.01, 0.05, 0.1):
+        assert masf.null_share(alpha) == pytest.approx((attainable < alpha).mean())
+        assert masf.null_share(alpha) <= alpha
+    # 100 calibration texts: a level-3 fold of 33, so p < 0.05 only at p = 1/34
+    if n_calibration == 100:
+        assert n3 == 33 and masf.null_share(0.05) == pytest.approx(1 / 34)
+    # and it is what in-distribution examples get, over calibration sets (a Monte Carlo check of the size:
+    # for one fixed calibration set the share varies around it, conformal p-values are marginally valid)
+    shares = [np.mean(MaSF(random_state=r).fit(rng.standard_normal((n_calibration, 2, 6)))
+                      .pvalues(rng.standard_normal((100, 2, 6))) < 0.05) for r in range(40)]
+    standard_error = np.std(shares, ddof=1) / np.sqrt(len(shares))
+    assert abs(np.mean(shares) - masf.null_share(0.05)) < 4 * standard_error + 1e-3
+
+
+def test_the_reference_procedure_has_no_known_null_share():
+    masf = MaSF(calibration="reference").fit(np.random.default_rng(0).standard_normal((50, 2, 4)))
+    assert masf.pvalue_floor_ == 0.0 and np.isnan(masf.null_share(0.05))

@@ -164,3 +164,26 @@ def test_wrong_types_are_rejected():
         get_metric(3)
     with pytest.raises(TypeError, match="scorer"):
         get_metric(get_scorer("accuracy"))
+
+
+@pytest.mark.parametrize("name", ["accuracy", "micro_f1", "macro_f1", "matthew", "balanced_accuracy"])
+@pytest.mark.parametrize("seed", range(3))
+def test_vectorized_metric_equals_the_registry_metric(name, seed):
+    """Many resamples at once give, row by row, exactly what get_metric gives one at a time."""
+    from fmmlearn.metrics import vectorized_metric
+
+    rng = np.random.default_rng(seed)
+    classes = np.array(["a", "b", "c", "d"])
+    pred, gold = rng.integers(0, 4, (3, 5, 40)), rng.integers(0, 3, 40)  # class "d" never gold
+    values = vectorized_metric(name, classes)(pred, gold)
+    assert values.shape == (3, 5)
+    metric = get_metric(name)
+    expected = [[metric(classes[gold], classes[p], labels=classes) for p in rows] for rows in pred]
+    np.testing.assert_allclose(values, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_vectorized_metric_refuses_probability_metrics():
+    from fmmlearn.metrics import vectorized_metric
+
+    with pytest.raises(ValueError, match="needs probabilities"):
+        vectorized_metric("log_loss", ["a", "b"])

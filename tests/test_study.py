@@ -12,9 +12,11 @@ from fmmlearn import FaithfulTextClassifier
 from fmmlearn.faithfulness import acu, faithfulness_curve, racu, random_masking_curve
 from fmmlearn.study import FRAMES, FaithfulnessStudy, StudyResult, load_study
 from fmmlearn.study._data import load_splits
-from fmmlearn.study._engine import baseline_seed
-from fmmlearn.study._frames import _most_faithful_rows
-from fmmlearn.study._stats import area_metrics, example_ci, score_function
+from fmmlearn.faithfulness import area_statistics as area_metrics
+from fmmlearn.metrics import vectorized_metric as score_function
+from fmmlearn.study._stats import example_ci
+from fmmlearn.study._tables import most_faithful_rows as _most_faithful_rows
+from fmmlearn.study.stages.faithfulness import baseline_seed
 
 # The toy validation split is small: MaSF says its p-values cannot go below 0.09 (expected here).
 pytestmark = pytest.mark.filterwarnings("ignore:The level-3 fold has only:UserWarning")
@@ -332,7 +334,7 @@ def erasure_run(tiny_model_dir, toy_data, tmp_path_factory):
 
 
 def test_erasure_frame_has_a_row_per_model_measure_mode_and_k(erasure_run):
-    from fmmlearn.study._frames import ERASURE_COLUMNS
+    from fmmlearn.study.stages.erasure import ERASURE_COLUMNS
 
     result, _ = erasure_run
     frame = result.erasure
@@ -532,7 +534,8 @@ def test_report_is_one_self_contained_page_with_every_section(study_run, tmp_pat
 
 
 def test_the_report_template_reserves_a_block_for_erasure_metrics(study_run):
-    from fmmlearn.study._report import _environment, report_context
+    from fmmlearn._templates import environment as _environment
+    from fmmlearn.study._report import report_context
 
     result, _ = study_run
     child = _environment().from_string('{% extends "report.html.j2" %}{% block erasure_metrics %}'

@@ -35,7 +35,7 @@ import acu, racu`` does not load torch.
 from .._lazy import attach
 from .._validation import DEFAULT_RATIOS, check_ratios
 from ..exceptions import FaithfulnessWarning
-from ._area import acu, racu
+from ._area import acu, area_statistics, racu
 
 # public name -> submodule that defines it (loaded on first access: these need torch)
 _LAZY = {
@@ -64,7 +64,7 @@ _LAZY = {
     "make_erasure_scorer": "._erasure_scorer",
 }
 
-__all__ = sorted(["DEFAULT_RATIOS", "FaithfulnessWarning", "acu", "check_ratios", "racu", *_LAZY])
+__all__ = sorted(["DEFAULT_RATIOS", "FaithfulnessWarning", "acu", "area_statistics", "check_ratios", "racu", *_LAZY])
 
 
 __getattr__, __dir__ = attach(__name__, _LAZY, globals())

@@ -17,7 +17,7 @@ from .._warnings import single_class_note
 from ..exceptions import FaithfulnessWarning
 from ..metrics import greater_is_better as _metric_greater_is_better
 
-__all__ = ["acu", "racu"]
+__all__ = ["acu", "area_statistics", "racu"]
 
 
 def _curve_arrays(curve, name: str, ratios):
@@ -85,6 +85,42 @@ def _warn_if_not_finite(grid, p_im, p_rand) -> None:
 def _area(grid: np.ndarray, values: np.ndarray) -> float:
     """Trapezoid rule on the actual grid."""
     return float(np.sum(np.diff(grid) * (values[1:] + values[:-1]) / 2.0))
+
+
+def area_statistics(curve, baseline, grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ACU, RACU and the baseline's area along the last axis (the ratio grid), for a greater-is-better metric.
+
+    The definitions of :func:`acu` and :func:`racu`, vectorised over any leading axes (bootstrap
+    resamples, seeds): ``ACU = ∫ (p_rand - p) dr`` and ``RACU = ACU / ∫ (p_rand - p_rand(1)) dr``
+    (trapezoid rule on ``grid``).  RACU is NaN where the baseline is flat.
+
+    Parameters
+    ----------
+    curve, baseline : ndarray of shape (..., n_ratios)
+        The measure's and the ``rand`` baseline's metric values.
+    grid : ndarray of shape (n_ratios,)
+
+    Returns
+    -------
+    acu, racu, baseline_area : ndarray
+        ``baseline_area`` is RACU's denominator, the area random masking leaves above its
+        fully-masked end; near 0 (or below), RACU is unstable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a, r, m = area_statistics(np.array([1.0, 0.5, 0.5]), np.array([1.0, 1.0, 0.5]), np.array([0, 0.5, 1]))
+    >>> float(a), round(float(r), 4), float(m)
+    (0.25, 0.6667, 0.375)
+    """
+    from scipy.integrate import trapezoid
+
+    curve, baseline = np.asarray(curve, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    acu_values = trapezoid(baseline - curve, x=grid, axis=-1)
+    largest = trapezoid(baseline - baseline[..., -1:], x=grid, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        racu_values = np.where(largest != 0, acu_values / np.where(largest != 0, largest, 1.0), np.nan)
+    return acu_values, racu_values, largest
 
 
 def acu(curve, random_curve, *, ratios=None, greater_is_better: bool | None = None) -> float:

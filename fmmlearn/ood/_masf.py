@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 from typing import NamedTuple
@@ -80,6 +81,10 @@ class MaSF(BaseEstimator):
         Sorted per-layer Simes statistics of the level-2 examples.
     level3_reference_ : ndarray of shape (N3,)
         Sorted Fisher statistics of the level-3 examples.
+    pvalue_floor_ : float
+        The smallest p-value the test can give: ``1 / (N3 + 1)`` when calibrated (an example can be
+        flagged at ``alpha`` only if this is below ``alpha``), 0 for the reference procedure.
+        :meth:`null_share` is the share of in-distribution examples expected below a level.
 
     Notes
     -----
@@ -159,7 +164,34 @@ class MaSF(BaseEstimator):
         self.level2_reference_ = np.ascontiguousarray(np.sort(simes[folds[1]], axis=0).T)
         level3 = self._fisher_from_layer_pvalues(self._layer_pvalues(simes[folds[2]]))
         self.level3_reference_ = np.sort(level3)
+        # calibrated: the smallest conformal p-value, 1 / (N3 + 1); the reference procedure can reach 0
+        self.pvalue_floor_ = 1.0 / (len(level3) + 1) if self.calibration_ == "calibrated" else 0.0
         return self
+
+    def null_share(self, alpha: float = 0.05) -> float:
+        """The share of in-distribution examples expected to get ``p < alpha``: the test's size at ``alpha``.
+
+        Calibrated p-values take the values ``k / (N3 + 1)`` (``N3`` the level-3 fold), each with
+        probability ``1 / (N3 + 1)`` for an in-distribution example, so the share below ``alpha`` is
+        ``(ceil(alpha (N3 + 1)) - 1) / (N3 + 1)`` -- at most ``alpha``, and less when the fold is small
+        (33 texts: 1/34 = 2.9 % at 0.05).  Ties in the features make it smaller still, never larger.
+        NaN for ``calibration="reference"``, whose p-values are not calibrated (docs/ood.md).
+
+        Parameters
+        ----------
+        alpha : float in (0, 1], default=0.05
+
+        Returns
+        -------
+        float
+        """
+        check_is_fitted(self, "level3_reference_")
+        if not 0 < alpha <= 1:
+            raise ValueError(f"alpha must be in (0, 1], got {alpha!r}.")
+        if self.calibration_ != "calibrated":
+            return float("nan")
+        n = len(self.level3_reference_) + 1
+        return float((math.ceil(alpha * n) - 1) / n)
 
     def _fit_level1(self, X, reference_rows):
         """Sorted level-1 references and the Simes statistics of every calibration example.

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
+from .._random import offset_seed
+
 __all__ = ["BUNDLED_DATASETS", "Splits", "check_dataset_name", "dataset_names", "load_splits", "split_texts"]
 
 #: Short names of the offline corpora (``fmmlearn.datasets`` loaders).
@@ -96,8 +98,8 @@ def split_texts(X, y, *, n_train=None, n_valid=None, n_test=None, random_state=0
         raise ValueError(f"X has {len(X)} texts but y has {len(y)} labels; they must match.")
     seed = int(random_state)
     rest, test = _stratified(X, y, n_test if n_test is not None else _TEST_SHARE, "n_test", seed)
-    rest, valid = _stratified(*rest, n_valid if n_valid is not None else _VALID_SHARE, "n_valid", seed + 1)
-    train = _subsample(*rest, n_train, "n_train", seed + 2)
+    rest, valid = _stratified(*rest, n_valid if n_valid is not None else _VALID_SHARE, "n_valid", offset_seed(seed, 1))
+    train = _subsample(*rest, n_train, "n_train", offset_seed(seed, 2))
     return Splits(*train, *valid, *test, name=name)
 
 

@@ -9,51 +9,23 @@ two on what it shows and how to read it.
 
 from __future__ import annotations
 
-import base64
-import io
 import time
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["figure_data_uri", "render_report", "report_context"]
+from .._formatting import interval, number
+from .._templates import environment, figure_data_uri
+from ._summary import summary_lines
+from ._tables import erasure_by_model, in_distribution_verdicts, ranking_metric, verdict_text
+
+__all__ = ["render_report", "report_context"]
 
 _TEMPLATE = "report.html.j2"
-_DPI = 110
 # An unstable RACU further from 0 than this is not shown (it only says that the denominator is near 0).
 _SHOWN_RACU = 10
-
-
-def figure_data_uri(fig) -> str:
-    """A matplotlib figure as a ``data:image/png;base64,...`` URI (the figure is closed)."""
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=_DPI, bbox_inches="tight")
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _environment():
-    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-
-    env = Environment(loader=PackageLoader("fmmlearn", "templates"), autoescape=select_autoescape(["html", "j2"]),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["num"] = _num
-    env.filters["pct"] = lambda v: "–" if v is None or not np.isfinite(v) else f"{v:.0%}"
-    return env
-
-
-def _num(value, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
-        return "–"
-    return f"{value:.{digits}f}"
-
-
-def _ci_text(low, high, digits: int = 2) -> str:
-    if low is None or not (np.isfinite(low) and np.isfinite(high)):
-        return ""
-    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+# Rows of an added stage's table shown in the report (the frame itself has them all).
+_SECTION_ROWS = 200
 
 
 # --------------------------------------------------------------------------- sections
@@ -99,11 +71,11 @@ def _setup_rows(result) -> list[tuple[str, str]]:
 def _performance_rows(result) -> list[dict]:
     rows = []
     for rec in result.performance.to_dict("records"):
-        rows.append({"model": rec["model"], "seed": rec["seed"], "value": _num(rec["value"]),
-                     "ci": _ci_text(rec["low"], rec["high"], 3), "converged": bool(rec["converged"]),
+        rows.append({"model": rec["model"], "seed": rec["seed"], "value": number(rec["value"]),
+                     "ci": interval(rec["low"], rec["high"], 3), "converged": bool(rec["converged"]),
                      "epochs": "–" if rec.get("best_epoch") is None or pd.isna(rec.get("best_epoch"))
                      else f"{int(rec['best_epoch'])} of {int(rec['epochs'])}",
-                     "fit_seconds": _num(rec.get("fit_seconds"), 0)})
+                     "fit_seconds": number(rec.get("fit_seconds"), 0)})
     return rows
 
 
@@ -111,8 +83,6 @@ def _racu_table(result) -> dict:
     summary = result.racu_summary
     models = list(pd.unique(summary["model"]))
     several_seeds = bool((summary["n_seeds"] > 1).any())
-    from ._frames import ranking_metric
-
     by_acu = {m for m, rows in summary.groupby("model") if ranking_metric(rows) == "acu"}
     rows = []
     for method, part in summary.groupby("method", sort=False):
@@ -126,10 +96,10 @@ def _racu_table(result) -> dict:
             rec = rec.iloc[0]
             best = "" if not rec["most_faithful"] else ("acu" if model in by_acu else "racu")
             stable = bool(rec["reliable"])
-            shown = _num(rec["racu"], 2) if stable or abs(rec["racu"]) < _SHOWN_RACU else "–"
-            cells.append({"racu": shown, "ci": _ci_text(rec["racu_low"], rec["racu_high"]) if stable else "",
-                          "seed_ci": _ci_text(rec["racu_seed_low"], rec["racu_seed_high"]) if several_seeds else "",
-                          "acu": _num(rec["acu"], 3), "acu_ci": _ci_text(rec["acu_low"], rec["acu_high"], 3),
+            shown = number(rec["racu"], 2) if stable or abs(rec["racu"]) < _SHOWN_RACU else "–"
+            cells.append({"racu": shown, "ci": interval(rec["racu_low"], rec["racu_high"]) if stable else "",
+                          "seed_ci": interval(rec["racu_seed_low"], rec["racu_seed_high"]) if several_seeds else "",
+                          "acu": number(rec["acu"], 3), "acu_ci": interval(rec["acu_low"], rec["acu_high"], 3),
                           "best": best, "reliable": bool(rec["reliable"])})
         first = part.iloc[0]
         rows.append({"method": method, "signed": "signed" if first["signed"] else "unsigned",
@@ -140,8 +110,6 @@ def _racu_table(result) -> dict:
 
 
 def _in_distribution_rows(result) -> list[dict]:
-    from ._result import in_distribution_verdicts, verdict_text
-
     # Green: never rejected, or only with every token masked (unlike any training input, for every model).
     return [{"model": model, "flagged": f"{rec['flagged']:.0%}", "verdict": verdict_text(rec),
              "ok": rec["n_rejected"] == 0 or rec["first_rejected"] >= 1.0}
@@ -160,7 +128,7 @@ def _erasure_cell(rows: pd.DataFrame, mode: str) -> dict:
     badge = "unchecked" if pd.isna(flag) else ("valid" if flag else "invalid")
     shares = ", ".join(f"{k:.0%}: {share:.0%}" for k, share in zip(per_k["k"], per_k["ood_share"])
                        if np.isfinite(share))
-    return {"aopc": _num(rec["mean"]), "ci": _ci_text(rec["ci_low"], rec["ci_high"], 3),
+    return {"aopc": number(rec["mean"]), "ci": interval(rec["ci_low"], rec["ci_high"], 3),
             "flagged": "–" if not np.isfinite(rec["ood_share"]) else f"{rec['ood_share']:.0%}",
             "per_k": f"k {shares}" if shares else "",
             "badge": badge, "verdict": {"valid": "valid", "invalid": "not valid", "unchecked": "not checked"}[badge]}
@@ -168,8 +136,6 @@ def _erasure_cell(rows: pd.DataFrame, mode: str) -> dict:
 
 def _erasure_table(result) -> dict | None:
     """The erasure section: per model and measure (``rand`` last), both modes; ``None`` when not run."""
-    from ._result import erasure_by_model
-
     rows = erasure_by_model(result)
     meta = result.metadata.get("erasure")
     if rows.empty or not meta:
@@ -199,19 +165,32 @@ def _heatmaps(result) -> str | None:
     return explanation_html(frame, facet="model", full_page=False, max_examples=None)
 
 
+def _stage_sections(result) -> list[dict]:
+    """Sections of the stages a study was given besides the built-in ones (``metadata["sections"]``)."""
+    from markupsafe import Markup
+
+    out = []
+    for i, section in enumerate(result.metadata.get("sections", [])):
+        frame = result.frames.get(section["frame"])
+        if frame is None or not len(frame):
+            continue
+        table = pd.DataFrame(frame).head(_SECTION_ROWS).to_html(index=False, border=0, classes="stage-table",
+                                                                float_format=lambda v: number(v, 3), na_rep="–")
+        out.append({"id": f"stage-{i}", "title": section["title"], "intro": section["intro"], "table": Markup(table)})
+    return out
+
+
 def _timing_rows(result) -> list[dict]:
     rows = []
     for stage, info in result.metadata.get("stages", {}).items():
-        rows.append({"stage": stage, "seconds": _num(info["seconds"], 1),
-                     "compute_seconds": _num(info["compute_seconds"], 1),
+        rows.append({"stage": stage, "seconds": number(info["seconds"], 1),
+                     "compute_seconds": number(info["compute_seconds"], 1),
                      "hits": info["cache_hits"], "misses": info["cache_misses"],
                      "forwards": f"{info['forward_rows']:,}", "gradients": f"{info['gradient_rows']:,}"})
     return rows
 
 
 def _figures(result) -> dict:
-    from ._frames import ranking_metric
-
     figures = {"performance": figure_data_uri(result.plot_performance().figure),
                "random_masking": figure_data_uri(result.plot_random_masking().figure),
                "faithfulness": None, "racu": None, "racu_value": None}
@@ -240,8 +219,6 @@ def report_context(result, title: str | None = None) -> dict:
     """Everything the report template needs, as plain values (figures as data URIs)."""
     from markupsafe import Markup
 
-    from ._result import _summary_lines
-
     meta = result.metadata
     subsets = meta.get("subsets", {})
     restricted = {m: info for m, info in subsets.items() if info["name"] != "all"}
@@ -249,7 +226,7 @@ def report_context(result, title: str | None = None) -> dict:
     return {
         "title": title or f"Faithfulness study: {meta['data']['name']}",
         "generated": time.strftime("%Y-%m-%d %H:%M"),
-        "summary": _summary_lines(result),
+        "summary": summary_lines(result),
         "setup": _setup_rows(result),
         "metric": meta["data"]["metric"],
         "performance": _performance_rows(result),
@@ -260,6 +237,7 @@ def report_context(result, title: str | None = None) -> dict:
         "erasure": _erasure_table(result),
         "explain_method": meta.get("explain_method"),
         "heatmaps": None if heatmaps is None else Markup(heatmaps),
+        "sections": _stage_sections(result),
         "timings": _timing_rows(result),
         "figures": _figures(result),
         "metadata_json": _metadata_text(meta),
@@ -276,4 +254,4 @@ def _metadata_text(meta: dict) -> str:
 
 def render_report(result, title: str | None = None) -> str:
     """The report page of a :class:`~fmmlearn.study.StudyResult` (HTML text)."""
-    return _environment().get_template(_TEMPLATE).render(**report_context(result, title))
+    return environment().get_template(_TEMPLATE).render(**report_context(result, title))

@@ -7,17 +7,17 @@ import os
 import uuid
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
+
+from ._tables import LEVEL, erasure_by_model
 
 __all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]
 
-#: The frames of a :class:`StudyResult`, in the order they are saved.
+#: The frames of the built-in stages, in the order they are saved (a study with more stages has more).
 FRAMES = ("performance", "curves", "racu", "racu_summary", "in_distribution", "erasure", "explanations",
           "outcomes", "timings")
 _METADATA = "metadata.json"
 _FORMATS = ("parquet", "csv")
-_LEVEL = 0.05
 # Line colours of the erasure plot: its points are green (valid), red (not valid) or grey (not checked).
 _LINE_COLORS = ("tab:blue", "tab:orange", "tab:purple", "tab:brown", "tab:cyan", "tab:olive", "tab:pink", "black")
 
@@ -85,12 +85,20 @@ class StudyResult:
     """
 
     def __init__(self, *, metadata: dict, **frames):
-        unknown = set(frames) - set(FRAMES)
-        if unknown:
-            raise TypeError(f"unknown frame(s) {sorted(unknown)}; a StudyResult holds {list(FRAMES)}.")
+        # the built-in frames always exist (empty when their stage did not run); stages added to a study
+        # bring their own (metadata["frames"] lists them in order)
+        self.frames = {name: frames.get(name, pd.DataFrame()) for name in FRAMES}
+        self.frames.update({name: frame for name, frame in frames.items() if name not in FRAMES})
         for name in FRAMES:
-            setattr(self, name, frames.get(name, pd.DataFrame()))
+            setattr(self, name, self.frames[name])
         self.metadata = metadata
+
+    def __getattr__(self, name):
+        frames = self.__dict__.get("frames", {})
+        if name in frames:
+            return frames[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute or frame {name!r}; its frames are "
+                             f"{list(frames)}.")
 
     def __repr__(self) -> str:
         models = ", ".join(pd.unique(self.performance["model"])) if len(self.performance) else "none"
@@ -137,7 +145,7 @@ class StudyResult:
 
         return plot_racu(self.racu_summary, ax=ax, path=path, value=value)
 
-    def plot_in_distribution(self, statistic="proportion", threshold=_LEVEL, ax=None, path=None):
+    def plot_in_distribution(self, statistic="proportion", threshold=LEVEL, ax=None, path=None):
         """MaSF statistic against the masking ratio, one line per model with its seed band.
 
         See :func:`fmmlearn.plotting.plot_in_distribution`; ``"proportion"``
@@ -188,7 +196,9 @@ class StudyResult:
     # ------------------------------------------------------------------ text
     def summary(self) -> str:
         """A plain-language summary: accuracy, the most faithful measures, in-distribution and erasure verdicts."""
-        return "\n".join(_summary_lines(self))
+        from ._summary import summary_lines
+
+        return "\n".join(summary_lines(self))
 
     def to_html(self, path=None, *, title: str | None = None) -> str:
         """The self-contained HTML report (inline CSS, figures as PNG data URIs, no scripts, no network).
@@ -236,8 +246,7 @@ class StudyResult:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         files = {}
-        for name in FRAMES:
-            frame = getattr(self, name)
+        for name, frame in self.frames.items():
             file = directory / f"{name}.{format}"
             plain = pd.DataFrame(frame)  # an Explanation's rows, without its per-example table
             if format == "parquet":
@@ -300,197 +309,3 @@ def _atomic_write(path: Path, write) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
-
-
-# --------------------------------------------------------------------------- the plain-language summary
-
-
-def _ci(low, high) -> str:
-    return "" if not (np.isfinite(low) and np.isfinite(high)) else f" (95% CI {low:.2f} to {high:.2f})"
-
-
-def performance_by_model(result: StudyResult) -> pd.DataFrame:
-    """Mean clean test performance per model over its converged seeds, with the mean CI bounds."""
-    kept = result.performance[result.performance["converged"].astype(bool)]
-    return kept.groupby("model", sort=False)[["value", "low", "high"]].mean()
-
-
-def _performance_lines(result: StudyResult) -> list[str]:
-    perf = performance_by_model(result)
-    metric = result.metadata["data"]["metric"]
-    lines = []
-    dropped = result.performance[~result.performance["converged"].astype(bool)]
-    if len(dropped):
-        runs = ", ".join(f"{m} seed {s}" for m, s in zip(dropped["model"], dropped["seed"]))
-        lines.append(f"Not converged (left out of every mean): {runs}.")
-    if perf.empty:
-        return lines + ["No run converged; nothing to compare."]
-    ranked = perf.sort_values("value", ascending=False)
-    parts = [f"{model} {row.value:.3f}{_ci(row.low, row.high)}" for model, row in ranked.iterrows()]
-    lines.append(f"Test {metric}: " + "; ".join(parts) + ".")
-    if len(ranked) > 1:
-        (best, top), (second, other) = list(ranked.iterrows())[:2]
-        overlap = top.low <= other.high
-        lines.append(f"  The {best} model is more accurate by {top.value - other.value:.3f}"
-                     + (" (the intervals overlap: within noise)." if overlap else " (the intervals do not overlap)."))
-    return lines
-
-
-def _faithfulness_lines(result: StudyResult) -> list[str]:
-    from ._frames import ranking_metric
-
-    summary = result.racu_summary.dropna(subset=["acu"])
-    lines = ["Most faithful explanation (RACU: 0 = no better than random, 1 = performance drops at once; "
-             "ACU: the area between the random and the explanation's curve):"]
-    for model, rows in summary.groupby("model", sort=False):
-        by = ranking_metric(rows)
-        ranked = rows.sort_values(by, ascending=False)
-        best, digits = ranked.iloc[0], 2 if by == "racu" else 3
-        text = (f"  {model}: {best['method']}, {by.upper()} {best[by]:.{digits}f}"
-                f"{_ci(best[f'{by}_low'], best[f'{by}_high'])}")
-        if len(ranked) > 1:
-            runner = ranked.iloc[1]
-            text += (f", ahead of {runner['method']} ({runner[by]:.{digits}f}) by "
-                     f"{best[by] - runner[by]:.{digits}f}")
-        if by == "acu":
-            unstable = rows.loc[~rows["reliable"], "method"].tolist()
-            which = "every measure" if len(unstable) == len(rows) else ", ".join(unstable)
-            text += f"; ranked by ACU, as RACU is unstable for {which} on so few texts"
-        lines.append(text + ".")
-    return lines if len(lines) > 1 else []
-
-
-def in_distribution_verdicts(result: StudyResult, level: float = _LEVEL) -> pd.DataFrame:
-    """Per model: share of masked test examples flagged at ``p < level`` and ratios where Simes rejects.
-
-    Averaged over converged seeds and over the masking ratios above 0.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by model: ``flagged`` (mean share), ``n_rejected`` (ratios
-        with mean Simes p below ``level``), ``n_ratios``, ``first_rejected``
-        (the smallest such ratio, NaN if none) and ``accepted_up_to`` (the
-        largest ratio below it, NaN if the smallest ratio is rejected).
-    """
-    frame = result.in_distribution
-    if frame.empty:
-        return pd.DataFrame()
-    rows = frame[frame["converged"].astype(bool) & (frame["ratio"] > 0)
-                 & np.isclose(frame["threshold"].astype(float), level)]
-    out = {}
-    for model, part in rows.groupby("model", sort=False):
-        per_ratio = part.groupby("ratio")[["proportion", "simes_p"]].mean()
-        rejected = per_ratio["simes_p"] < level
-        first = per_ratio.index[rejected].min() if rejected.any() else float("nan")
-        accepted_before = per_ratio.index[per_ratio.index < first] if rejected.any() else per_ratio.index
-        out[model] = {"flagged": float(per_ratio["proportion"].mean()), "n_rejected": int(rejected.sum()),
-                      "n_ratios": int(len(per_ratio)), "first_rejected": float(first),
-                      "accepted_up_to": float(accepted_before.max()) if len(accepted_before) else float("nan")}
-    return pd.DataFrame.from_dict(out, orient="index")
-
-
-def verdict_text(row) -> str:
-    """Plain words for one row of :func:`in_distribution_verdicts`."""
-    n_rejected, n_ratios = int(row["n_rejected"]), int(row["n_ratios"])
-    if n_rejected == 0:
-        return "in-distribution at every masking ratio (the Simes test never rejects)"
-    if np.isfinite(row["accepted_up_to"]):
-        return (f"in-distribution up to {row['accepted_up_to']:.0%} masked; the Simes test rejects from "
-                f"{row['first_rejected']:.0%} on ({n_rejected} of {n_ratios} ratios)")
-    return f"out of distribution from {row['first_rejected']:.0%} masked on ({n_rejected} of {n_ratios} ratios)"
-
-
-def _in_distribution_lines(result: StudyResult) -> list[str]:
-    verdicts = in_distribution_verdicts(result)
-    if verdicts.empty:
-        return []
-    lines = [f"Are masked inputs in-distribution? (MaSF; share of masked test examples with p < {_LEVEL:g}, "
-             f"{_LEVEL:.0%} expected if they are):"]
-    for model, row in verdicts.iterrows():
-        lines.append(f"  {model}: {row['flagged']:.0%} flagged; {verdict_text(row)}.")
-    return lines
-
-
-def _all_valid(flags: pd.Series):
-    """``False`` if any flag is False, else ``<NA>`` if any is missing, else ``True``."""
-    flags = pd.Series(flags, dtype="boolean")
-    if (flags == False).any():  # noqa: E712 - elementwise on a nullable boolean
-        return False
-    return pd.NA if flags.isna().any() or flags.empty else True
-
-
-def erasure_by_model(result: StudyResult) -> pd.DataFrame:
-    """The erasure metrics per model over its converged seeds.
-
-    ``mean``, ``ci_low``, ``ci_high`` and ``ood_share`` are means over the
-    seeds (as :func:`performance_by_model` does for the CIs); ``valid`` is
-    False when any seed's is, ``<NA>`` when any is unchecked, else True.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per model, ``method``, ``subset``, ``mode`` and ``k`` (the AOPC
-        row: ``aopc`` True), with ``n_seeds``.
-    """
-    frame = result.erasure
-    if frame.empty:
-        return pd.DataFrame()
-    kept = frame[frame["converged"].astype(bool)]
-    keys = ["model", "method", "subset", "removal", "mode", "aopc", "k"]
-    grouped = kept.groupby(keys, sort=False, dropna=False)
-    out = grouped[["n_examples", "mean", "ci_low", "ci_high", "n_perturbed", "ood_share"]].mean()
-    out["valid"] = grouped["valid"].agg(_all_valid).astype("boolean")
-    out["n_seeds"] = grouped.size()
-    return out.reset_index()
-
-
-def _verdict(flag) -> str:
-    return "not checked" if pd.isna(flag) else ("valid" if flag else "not valid")
-
-
-def _names(models: list) -> str:
-    return models[0] if len(models) == 1 else ", ".join(models[:-1]) + " and " + models[-1]
-
-
-def _erasure_lines(result: StudyResult) -> list[str]:
-    rows = erasure_by_model(result)
-    if rows.empty:
-        return []
-    meta = result.metadata.get("erasure") or {}
-    alpha = meta.get("alpha", _LEVEL)
-    aopc = rows[rows["aopc"]]
-    grid = ", ".join(f"{k:.0%}" for k in meta.get("k", sorted(rows["k"].dropna().unique())))
-    lines = [f"Erasure metrics (AOPC over the top k = {grid} of the tokens; valid when MaSF flags at most "
-             f"{alpha * meta.get('max_invalid_factor', 2.0):.0%} of the erased inputs at p < {alpha:g}):"]
-    order = ("valid", "not valid", "not checked")
-    for method in [m for m in pd.unique(aopc["method"]) if m != "rand"]:
-        verdicts = {}
-        for model, part in aopc[aopc["method"] == method].groupby("model", sort=False):
-            base = aopc[(aopc["method"] == "rand") & (aopc["model"] == model)
-                        & (aopc["subset"] == part["subset"].iloc[0])].set_index("mode")["mean"]
-            parts = []
-            for rec in part.itertuples(index=False):
-                versus = f" (rand {base[rec.mode]:.3f})" if rec.mode in base.index else ""
-                flagged = "" if not np.isfinite(rec.ood_share) else f", {rec.ood_share:.0%} flagged"
-                parts.append(f"{rec.mode} {rec.mean:.3f}{versus} {_verdict(rec.valid)}{flagged}")
-                verdicts.setdefault(rec.mode, {}).setdefault(_verdict(rec.valid), []).append(model)
-            lines.append(f"  {model}, {method}: " + "; ".join(parts) + ".")
-        # One sentence per verdict pattern: "Comprehensiveness and sufficiency of loo-sign: valid for masked, ..."
-        patterns = {}
-        for mode, by in verdicts.items():
-            key = tuple((word, tuple(by[word])) for word in order if word in by)
-            patterns.setdefault(key, []).append(mode)
-        for key, modes in patterns.items():
-            said = ", ".join(f"{word} for {_names(list(models))}" for word, models in key)
-            lines.append(f"  {_names(modes).capitalize()} of {method}: {said}.")
-    return lines
-
-
-def _summary_lines(result: StudyResult) -> list[str]:
-    data = result.metadata["data"]
-    sizes = data["sizes"]
-    head = (f"Faithfulness study on {data['name']}: {sizes['train']} training, {sizes['valid']} validation and "
-            f"{sizes['test']} test texts, {len(result.metadata.get('seeds', []))} seed(s).")
-    return [head, *_performance_lines(result), *_faithfulness_lines(result), *_in_distribution_lines(result),
-            *_erasure_lines(result)]

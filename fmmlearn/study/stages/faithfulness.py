@@ -1,0 +1,207 @@
+"""Stage ``faithfulness``: explainer-masking curves of every measure, per example, and RACU with CIs."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ..._labels import label_indices
+from ..._random import derive_seed
+from .._names import model_label
+from .._pipeline import Job, Stage
+from .._stats import example_ci
+from .._tables import RELIABLE_AREA_SHARE, most_faithful_rows
+from ._common import masked_fraction, outcomes, test_key
+
+__all__ = ["FaithfulnessStage", "baseline_seed"]
+
+_AREAS = ["racu", "racu_low", "racu_high", "acu", "acu_low", "acu_high", "baseline_area", "baseline_area_low",
+          "baseline_area_high", "reliable"]
+RACU_COLUMNS = ["model", "max_masking_ratio", "seed", "converged", "method", "signed", "subset", "n_examples",
+                *_AREAS]
+_SUMMARY_COLUMNS = ["model", "max_masking_ratio", "method", "subset", "n_examples", "n_seeds", *_AREAS,
+                    "racu_seed_low", "racu_seed_high", "acu_seed_low", "acu_seed_high"]
+CURVE_COLUMNS = ["model", "max_masking_ratio", "seed", "converged", "method", "subset", "ratio", "metric",
+                 "value", "n_examples", "mean_masked_fraction"]
+
+
+def baseline_seed(seed: int, draw: int) -> int:
+    """Seed of ``rand`` baseline draw ``draw`` of a run with ``seed``: the seed itself for draw 0, else derived."""
+    return int(seed) if draw == 0 else derive_seed(seed, draw)
+
+
+class FaithfulnessStage(Stage):
+    """The explainer-masking curve of every measure, kept per example, and RACU/ACU with bootstrap CIs.
+
+    ``rand`` is the baseline: ``n_baseline`` independent draws over all test texts, averaged, so every
+    measure is compared with random masking of exactly its own texts.
+    """
+
+    name = "faithfulness"
+    requires = ("settings", "splits", "models", "fit_keys", "gold", "classes", "score", "subsets", "converged",
+                "random_masking_curves")
+    provides = ("curves", "outcomes", "racu", "racu_summary")
+    frames = ("curves", "outcomes", "racu", "racu_summary")
+
+    # ---------------------------------------------------------------- the jobs
+    def jobs(self, context) -> list:
+        settings, sp, subsets = context["settings"], context["splits"], context["subsets"]
+        pairs = [("rand", d) for d in range(settings.n_baseline)] + [(m, 0) for m in settings.measures[1:]]
+        jobs = []
+        for run in settings.runs:
+            for method, draw in pairs:
+                _, idx = subsets[method]
+                name = method if method != "rand" else f"rand (baseline draw {draw + 1})"
+                key = (test_key(sp), idx.tolist(), method, settings.grid.tolist(), baseline_seed(run[1], draw),
+                       settings.segment, settings.measure_params.get(method, {}))
+                jobs.append(Job(run, key, method=method, n_examples=len(idx), data={"draw": draw},
+                                label=f"{model_label(run[0])} seed {run[1]}: {name} ({len(idx)} examples)"))
+        return jobs
+
+    def compute(self, clf, job, context) -> dict:
+        """``pred``, ``gold_proba`` and ``masked_fraction``, each of shape ``(n_ratios, n_examples)``."""
+        from ...faithfulness import iter_explainer_masking
+
+        settings, sp = context["settings"], context["splits"]
+        _, idx, method, grid, seed, segment, params = job.key
+        X = [sp.X_test[i] for i in idx]
+        encoding = clf.encode(X)
+        gold = label_indices(clf.classes_, sp.y_test[list(idx)], "y_test")
+        steps = iter_explainer_masking(clf, encoding, gold, method, list(grid), None, segment, random_state=seed,
+                                       **dict(settings.measure_params.get(method, {})))
+        preds, probas, fractions = [], [], []
+        for _, ids in steps:
+            pred, proba = outcomes(clf, encoding, gold, input_ids=ids)
+            preds.append(pred)
+            probas.append(proba)
+            fractions.append(masked_fraction(clf, encoding, ids, segment))
+        return {"pred": np.stack(preds), "gold_proba": np.stack(probas), "masked_fraction": np.stack(fractions)}
+
+    # ---------------------------------------------------------------- the frames
+    def finish(self, context, results) -> dict:
+        payloads = {(job.run, job.method, job.data["draw"]): payload for job, payload in results.items()}
+        curves, outcome_frame = self._curve_frames(context, payloads)
+        racu = self._racu_frame(context, payloads)
+        return {"curves": curves, "outcomes": outcome_frame, "racu": racu,
+                "racu_summary": self._racu_summary(context, payloads, racu)}
+
+    @staticmethod
+    def _baseline(context, payloads, run):
+        """The ``rand`` draws of a run: predictions and masked fractions of shape (draws, ratios, examples)."""
+        draws = [payloads[(run, "rand", d)] for d in range(context["settings"].n_baseline)]
+        return np.stack([d["pred"] for d in draws]), np.stack([d["masked_fraction"] for d in draws])
+
+    def _curve_frames(self, context, payloads):
+        settings, gold, subsets, converged = (context[k] for k in ("settings", "gold", "subsets", "converged"))
+        rows, outcome_parts, grid = [], [], settings.grid
+        for run in settings.runs:
+            base = {"model": model_label(run[0]), "max_masking_ratio": run[0], "seed": run[1],
+                    "converged": converged[run]}
+            for rec in context["random_masking_curves"][run].to_dict("records"):
+                rows.append({**base, **rec, "subset": "all"})
+            rand_pred, rand_fraction = self._baseline(context, payloads, run)
+            for name, idx in {name: idx for name, idx in subsets.values()}.items():
+                # the baseline (mean of the draws) on every subset a measure uses
+                rows += self._curve_rows(context, base, "rand", name, rand_pred[:, :, idx], rand_fraction[:, :, idx],
+                                         gold[idx])
+            for d in range(settings.n_baseline):
+                outcome_parts.append(_outcome_frame(base, "rand", d, grid, subsets["rand"][1],
+                                                    payloads[(run, "rand", d)], gold, context["classes"]))
+            for method in settings.measures[1:]:
+                payload = payloads[(run, method, 0)]
+                name, idx = subsets[method]
+                rows += self._curve_rows(context, base, method, name, payload["pred"][None],
+                                         payload["masked_fraction"][None], gold[idx])
+                outcome_parts.append(_outcome_frame(base, method, 0, grid, idx, payload, gold[idx],
+                                                    context["classes"]))
+        return pd.DataFrame(rows)[CURVE_COLUMNS], pd.concat(outcome_parts, ignore_index=True)
+
+    @staticmethod
+    def _curve_rows(context, base, method, subset, pred, fractions, gold) -> list:
+        """Curve rows from predictions of shape (draws, ratios, examples), averaged over the draws."""
+        settings = context["settings"]
+        values = context["score"](pred, gold[None, None, :]).mean(axis=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # examples with nothing to mask
+            masked = np.nanmean(fractions, axis=(0, 2))
+        return [{**base, "method": method, "subset": subset, "ratio": float(r), "metric": settings.metric.name,
+                 "value": float(v), "n_examples": pred.shape[-1], "mean_masked_fraction": float(f)}
+                for r, v, f in zip(settings.grid, values, masked)]
+
+    @staticmethod
+    def _areas(context, pred, baseline, gold) -> dict:
+        """RACU, ACU and the baseline's area with CIs over the examples: ``{"racu": (point, low, high), ...}``."""
+        settings = context["settings"]
+        return {kind: example_ci(context["score"], pred, gold, baseline=baseline, grid=settings.grid, kind=kind,
+                                 confidence_level=settings.confidence_level, n_resamples=settings.n_bootstrap)
+                for kind in ("racu", "acu", "baseline_area")}
+
+    def _racu_frame(self, context, payloads) -> pd.DataFrame:
+        from ...importance import get_measure
+
+        settings, gold, subsets, converged = (context[k] for k in ("settings", "gold", "subsets", "converged"))
+        rows = []
+        for run in settings.runs:
+            rand_pred, _ = self._baseline(context, payloads, run)
+            for method in settings.measures[1:]:
+                name, idx = subsets[method]
+                pred = payloads[(run, method, 0)]["pred"][None]
+                areas = self._areas(context, pred, rand_pred[None][..., idx], gold[idx])
+                rows.append({"model": model_label(run[0]), "max_masking_ratio": run[0], "seed": run[1],
+                             "converged": converged[run], "method": method, "signed": get_measure(method).signed,
+                             "subset": name, "n_examples": len(idx), **_area_columns(areas)})
+        return pd.DataFrame(rows, columns=RACU_COLUMNS)
+
+    def _racu_summary(self, context, payloads, racu: pd.DataFrame) -> pd.DataFrame:
+        from ..._bootstrap import seed_ci
+        from ...importance import get_measure
+
+        settings, gold, subsets, converged = (context[k] for k in ("settings", "gold", "subsets", "converged"))
+        rows = []
+        for ratio in settings.masking_ratios:
+            seeds = [seed for seed in settings.seeds if converged[(ratio, seed)]]
+            for method in settings.measures[1:]:
+                name, idx = subsets[method]
+                row = {"model": model_label(ratio), "max_masking_ratio": ratio, "method": method, "subset": name,
+                       "n_examples": len(idx), "n_seeds": len(seeds)}
+                if seeds:
+                    pred = np.stack([payloads[((ratio, s), method, 0)]["pred"] for s in seeds])
+                    base = np.stack([self._baseline(context, payloads, (ratio, s))[0][..., idx] for s in seeds])
+                    row.update(_area_columns(self._areas(context, pred, base, gold[idx])))
+                    for kind in ("racu", "acu"):
+                        per_seed = racu[(racu["max_masking_ratio"] == ratio) & (racu["method"] == method)
+                                        & racu["seed"].isin(seeds)][kind]
+                        _, row[f"{kind}_seed_low"], row[f"{kind}_seed_high"] = seed_ci(per_seed,
+                                                                                      settings.confidence_level)
+                rows.append(row)
+        frame = pd.DataFrame(rows).reindex(columns=_SUMMARY_COLUMNS)
+        frame.insert(3, "signed", [get_measure(m).signed for m in frame["method"]])
+        frame["reliable"] = frame["reliable"].fillna(False).astype(bool)
+        frame["most_faithful"] = most_faithful_rows(frame)
+        return frame
+
+
+def _area_columns(areas: dict) -> dict:
+    row = {}
+    for kind, (point, low, high) in areas.items():
+        row.update({kind: point, f"{kind}_low": low, f"{kind}_high": high})
+    # RACU divides by the area random masking leaves.  Its interval stays bounded only where that area is
+    # clearly above 0 (Fieller); we ask for the area to be known within about +-50 %: the lower bound of its
+    # CI at least half the estimate.  Elsewhere RACU is unstable and ACU is the number to read.
+    area, area_low, _ = areas["baseline_area"]
+    row["reliable"] = bool(np.isfinite(area_low) and area > 0 and area_low >= RELIABLE_AREA_SHARE * area)
+    return row
+
+
+def _outcome_frame(base, method, draw, grid, idx, payload, gold, classes) -> pd.DataFrame:
+    n_ratios, n = payload["pred"].shape
+    return pd.DataFrame({
+        "model": base["model"], "seed": base["seed"], "method": method, "draw": draw,
+        "ratio": np.repeat(np.asarray(grid, dtype=float), n),
+        "example": np.tile(idx, n_ratios),
+        "prediction": classes[payload["pred"].ravel()],
+        "correct": (payload["pred"] == gold[None, :]).ravel(),
+        "gold_proba": payload["gold_proba"].ravel(),
+    })
