@@ -59,9 +59,10 @@ def interval(low, high, digits: int = 2, *, style: str = "brackets", level: floa
     low, high : float or None
     digits : int, default=2
         Decimals.
-    style : {"brackets", "words", "signed"}, default="brackets"
+    style : {"brackets", "words", "signed", "percent"}, default="brackets"
         ``"words"`` reads inside a sentence (with a leading space); ``"signed"`` is brackets with the
-        sign of both bounds shown (differences).
+        sign of both bounds shown (differences); ``"percent"`` brackets of percentages (shares),
+        ``digits`` then counting the decimals of the percentage.
     level : float, default=0.95
         The confidence level ``"words"`` names.
 
@@ -75,6 +76,8 @@ def interval(low, high, digits: int = 2, *, style: str = "brackets", level: floa
         return f" ({level:.0%} CI {low:.{digits}f} to {high:.{digits}f})"
     if style == "signed":
         return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
+    if style == "percent":
+        return f"[{low:.{digits}%}, {high:.{digits}%}]"
     if style != "brackets":
-        raise ValueError(f"style must be 'brackets', 'words' or 'signed', got {style!r}.")
+        raise ValueError(f"style must be 'brackets', 'words', 'signed' or 'percent', got {style!r}.")
     return f"[{low:.{digits}f}, {high:.{digits}f}]"

@@ -6,6 +6,7 @@ stays light; nothing here needs a display (the Agg backend works).
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["plot_erasure", "plot_faithfulness", "plot_faithfulness_grid", "plot_in_distribution", "plot_performance",
@@ -202,11 +203,24 @@ def plot_in_distribution(report, ax=None, path=None, threshold: float = 0.05, st
     for label, stats, rows in lines:
         legend, style = _ood_legend(label, rows, stats)
         _pooled_line(ax, stats, label=legend, marker="o", markersize=3, **style)
-    meaning = ("share expected for in-distribution data" if statistic == "proportion"
-               else "below: flagged out-of-distribution")
-    ax.axhline(level, label=f"{level:g} ({meaning})", linewidth=1, **_BASELINE_STYLE)
+    expected = _expected_share(frame, level) if statistic == "proportion" else None
+    if expected is not None:  # the test's null share: p-values are multiples of 1 / (N3 + 1)
+        ax.axhline(expected, label=f"{expected:.1%} (share flagged among in-distribution texts)", linewidth=1,
+                   **_BASELINE_STYLE)
+    else:
+        meaning = ("share expected for in-distribution data" if statistic == "proportion"
+                   else "below: flagged out-of-distribution")
+        ax.axhline(level, label=f"{level:g} ({meaning})", linewidth=1, **_BASELINE_STYLE)
     ax.set_ylim(-0.02, 1.02)
     return _finish(ax, _OOD_STATISTICS[statistic].format(threshold=level), title, path)
+
+
+def _expected_share(frame: pd.DataFrame, level: float):
+    """The null share of the reports at ``level`` (their ``expected`` column), if they have one and agree."""
+    if "expected" not in frame.columns:
+        return None
+    values = frame.loc[np.isclose(frame["threshold"].astype(float), level), "expected"].dropna().unique()
+    return float(values.mean()) if len(values) else None
 
 
 # Shared by the figures over masking ratios.

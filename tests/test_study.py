@@ -85,11 +85,15 @@ def test_every_frame_has_the_expected_rows_and_columns(study_run):
     assert sorted(curves["ratio"].unique()) == pytest.approx(RATIOS)
     subsets = curves.drop_duplicates(["method", "subset"]).set_index("method")["subset"]
     assert subsets["inp-grad-sign"] == "all" and subsets["loo-sign"] == "random 20"
-    assert subsets["beam-sign-2"] == "shortest 8" and subsets["random-masking"] == "all"
+    # beam search takes the same nested random subset as every capped measure: compared on shared texts
+    assert subsets["beam-sign-2"] == "random 8" and subsets["random-masking"] == "all"
     rand_subsets = set(curves.loc[curves["method"] == "rand", "subset"])
-    assert rand_subsets == {"all", "random 20", "shortest 8"}
+    assert rand_subsets == {"all", "random 20", "random 8"}
     n = curves.drop_duplicates(["method", "subset"]).set_index(["method", "subset"])["n_examples"]
-    assert n[("loo-sign", "random 20")] == 20 and n[("rand", "shortest 8")] == 8 and n[("rand", "all")] == 40
+    assert n[("loo-sign", "random 20")] == 20 and n[("rand", "random 8")] == 8 and n[("rand", "all")] == 40
+    loo = set(result.outcomes.loc[result.outcomes["method"] == "loo-sign", "example"])
+    beam = set(result.outcomes.loc[result.outcomes["method"] == "beam-sign-2", "example"])
+    assert beam < loo  # nested
 
     assert len(result.racu) == 12 and set(result.racu["method"]) == set(MEASURES[1:])
     summary = result.racu_summary
@@ -115,9 +119,10 @@ def test_every_frame_has_the_expected_rows_and_columns(study_run):
     assert result.metadata["explain_method"] in MEASURES[1:3]
 
     stages = result.timings.groupby("stage").size().to_dict()
-    # erasure: per run one MaSF calibration, loo-sign (the "auto" measure) and its rand baseline
+    # one MaSF calibration per run, shared by the in-distribution report and the erasure stage (loo-sign,
+    # the "auto" measure, and its rand baseline); comparisons need no model work
     assert stages == {"fit": 4, "performance": 4, "random masking": 4, "faithfulness": 4 * (2 + 3),
-                      "in-distribution": 4, "erasure": 4 * 3, "explanations": 2}
+                      "calibration": 4, "in-distribution": 4, "erasure": 4 * 2, "explanations": 2}
     meta = result.metadata
     assert {"fmmlearn", "torch", "transformers", "scikit-learn"} <= set(meta["machine"]["versions"])
     assert {"avx2", "avx512_bf16", "amx"} <= set(meta["machine"]["cpu"]["flags"]) and meta["machine"]["cpu"]["kind"]
@@ -189,10 +194,16 @@ def test_vectorised_areas_equal_acu_and_racu():
     assert np.isnan(area_metrics(curves[:1], np.ones((1, 11)), grid)[1][0])  # flat baseline: RACU undefined
 
 
-def test_most_faithful_is_the_best_racu_when_all_are_stable_else_the_best_acu():
-    frame = pd.DataFrame({"model": ["a", "a", "a", "b", "b"], "racu": [0.9, 0.5, 3.0, 2.0, 0.1],
-                          "acu": [0.1, 0.2, 0.3, 0.05, 0.2], "reliable": [True, True, True, True, False]})
+def test_most_faithful_is_the_best_acu_that_no_comparison_puts_behind():
+    frame = pd.DataFrame({"model": ["a", "a", "a", "b", "b"], "method": ["x", "y", "z", "x", "y"],
+                          "racu": [0.9, 0.5, 3.0, 2.0, 0.1], "acu": [0.1, 0.2, 0.3, 0.05, 0.2],
+                          "reliable": [True, True, True, True, False]})
     np.testing.assert_array_equal(_most_faithful_rows(frame), [False, False, True, False, True])
+    # z has the best ACU on its own texts, but the paired comparison on shared texts puts it behind y
+    comparisons = pd.DataFrame({"kind": ["measures"], "model": ["a"], "first": ["y"], "second": ["z"],
+                                "estimate": [0.04], "ci_low": [0.01], "ci_high": [0.07], "margin": [0.05],
+                                "verdict": ["first ahead"]})
+    np.testing.assert_array_equal(_most_faithful_rows(frame, comparisons), [False, True, False, False, True])
 
 
 def test_example_bootstrap_of_accuracy_matches_a_direct_computation():
@@ -259,7 +270,8 @@ def test_convergence_threshold_flags_runs_and_leaves_them_out(study_run, tiny_mo
         assert n_seeds[model] == kept_seeds.get(model, 0)
     assert not flagged.racu.loc[flagged.racu["seed"].isin(dropped["seed"])
                                 & flagged.racu["model"].isin(dropped["model"]), "converged"].any()
-    assert "Not converged" in flagged.summary()
+    assert "Not counted (left out of every mean)" in flagged.summary()
+    assert all(f"<= the threshold {threshold:g}" in r for r in dropped["reason"])
 
 
 def test_an_interrupted_study_resumes_without_redoing_finished_work(tiny_model_dir, toy_data, tmp_path, monkeypatch,
@@ -350,8 +362,10 @@ def test_erasure_frame_has_a_row_per_model_measure_mode_and_k(erasure_run):
     assert (frame["n_examples"] <= 20).all() and frame["ood_share"].between(0, 1).all()
     assert result.metadata["erasure"]["unchecked"] is None and result.metadata["erasure"]["measures"] == ["loo-sign"]
     stages = result.timings[result.timings["stage"] == "erasure"]
-    assert stages["method"].tolist() == ["MaSF calibration", "loo-sign", "rand"] * 2
+    assert stages["method"].tolist() == ["loo-sign", "rand"] * 2  # MaSF comes from the calibration stage
     assert (stages["forward_rows"] > 0).all()
+    calibrations = result.timings[result.timings["stage"] == "calibration"]
+    assert calibrations["method"].tolist() == ["MaSF calibration"] * 2
 
 
 def test_erasure_metrics_equal_erasure_metrics_certified_by_the_in_distribution_calibration(erasure_run, toy_data):
@@ -515,9 +529,10 @@ def test_summary_names_the_better_model_the_best_measures_and_the_verdicts(study
     best = result.racu_summary[result.racu_summary["most_faithful"]]
     for model, method in zip(best["model"], best["method"]):
         assert f"{model}: {method}" in text
-    top = result.performance.groupby("model")["value"].mean().idxmax()
-    assert f"The {top} model is more accurate" in text
+    verdict = result.comparisons[result.comparisons["kind"] == "models"].iloc[0]
+    assert f"masked - plain: masked is " in text and f"({verdict['n_examples']} test texts" in text
     assert "plain:" in text and "masked:" in text and "flagged" in text
+    assert "unstable for every measure" not in text
 
 
 def test_report_is_one_self_contained_page_with_every_section(study_run, tmp_path):
@@ -525,7 +540,8 @@ def test_report_is_one_self_contained_page_with_every_section(study_run, tmp_pat
     page = result.to_html(tmp_path / "report.html")
     assert (tmp_path / "report.html").read_text(encoding="utf-8") == page
     for title in ("Setup", "Accuracy of the models", "Random masking", "Faithfulness curves",
-                  "RACU: how faithful is each explanation?", "Are masked inputs in-distribution?",
+                  "RACU: how faithful is each explanation?", "Which explanation is ahead? Paired comparisons",
+                  "Are masked inputs in-distribution?",
                   "Erasure metrics: comprehensiveness and sufficiency", "Example explanations", "Cost"):
         assert f"<h2>{title}</h2>" in page
     assert page.count('src="data:image/png;base64,') == 6
@@ -616,7 +632,7 @@ def test_demo_quick_runs_end_to_end_and_prints_the_summary(tiny_model_dir, tmp_p
     assert main(["demo", "--quick", "--output", str(output), "--device", "cpu", "--measures", "rand",
                  "inp-grad-sign"]) == 0
     out = capsys.readouterr().out
-    assert "Test accuracy:" in out and "Are masked inputs in-distribution?" in out
+    assert "Test accuracy" in out and "Are masked inputs in-distribution?" in out
     assert f"report: {(output / 'report.html').resolve()}" in out
     page = (output / "report.html").read_text(encoding="utf-8")
     assert "<h2>Example explanations</h2>" in page

@@ -121,8 +121,8 @@ def test_the_added_stage_has_a_report_section_and_survives_save_and_load(tiny_mo
 
 def test_the_built_in_stages_are_the_run_order_and_declare_their_data():
     names = [stage.name for stage in STAGES]
-    assert names == ["fit", "performance", "random masking", "faithfulness", "in-distribution", "erasure",
-                     "explanations"]
+    assert names == ["fit", "performance", "random masking", "faithfulness", "calibration", "in-distribution",
+                     "erasure", "explanations", "comparisons"]
     available = {"settings", "splits"}
     for stage in STAGES:  # every stage reads only what the context or an earlier stage provides
         assert set(stage.requires) <= available, stage.name

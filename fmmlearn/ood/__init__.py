@@ -29,7 +29,7 @@ The statistics need only numpy and scipy; the classifier integration
 from .._lazy import attach
 from ._combine import DEFAULT_THRESHOLDS, fisher_pvalue, geometric_mean_pvalue, simes_pvalue, summarize_pvalues
 from ._ecdf import empirical_cdf
-from ._masf import CALIBRATIONS, MaSF, MaSFStatistics, min_calibration_size
+from ._masf import CALIBRATIONS, MaSF, MaSFStatistics, min_calibration_size, null_share, sized_fold_fractions
 
 # public name -> submodule that defines it (loaded on first access: these need torch)
 _LAZY = {
@@ -41,10 +41,13 @@ _LAZY = {
     "InDistributionReport": "._report",
     "REPORT_COLUMNS": "._report",
     "in_distribution_report": "._report",
+    "masked_pvalues": "._report",
+    "report_rows": "._report",
 }
 
 __all__ = sorted(["CALIBRATIONS", "DEFAULT_THRESHOLDS", "MaSF", "MaSFStatistics", "empirical_cdf", "fisher_pvalue",
-                  "geometric_mean_pvalue", "min_calibration_size", "simes_pvalue", "summarize_pvalues", *_LAZY])
+                  "geometric_mean_pvalue", "min_calibration_size", "null_share", "simes_pvalue", "sized_fold_fractions",
+                  "summarize_pvalues", *_LAZY])
 
 
 __getattr__, __dir__ = attach(__name__, _LAZY, globals())

@@ -17,7 +17,7 @@ from ._combine import _REFERENCE_FISHER_EPS, _simes_of_sorted
 from ._ecdf import (_chunks, _count_less_equal_1d, _in_sample_counts, _right_tail_pvalues, _search_counts,
                     _tail_counts, _two_sided_from_tail, _two_sided_pvalues)
 
-__all__ = ["CALIBRATIONS", "MaSF", "MaSFStatistics", "min_calibration_size"]
+__all__ = ["CALIBRATIONS", "MaSF", "MaSFStatistics", "min_calibration_size", "null_share", "sized_fold_fractions"]
 
 CALIBRATIONS = ("calibrated", "reference")
 _MIN_FOLD_SIZE = 2
@@ -44,10 +44,14 @@ class MaSF(BaseEstimator):
         with ``ln(p + 1e-8)``.  It is far from calibrated (many
         in-distribution examples get tiny p-values), so read its numbers as
         comparative only.  ``docs/ood.md`` has measured error rates and power.
-    fold_fractions : tuple of 3 floats, default=(1/3, 1/3, 1/3)
+    fold_fractions : tuple of 3 floats or "auto", default=(1/3, 1/3, 1/3)
         Calibrated mode only: the shares of the calibration examples for the
         level-1, level-2 and level-3 references.  They must be positive and
-        sum to 1; every fold needs at least 2 examples.
+        sum to 1; every fold needs at least 2 examples.  ``"auto"``
+        (:func:`sized_fold_fractions`) sizes the level-3 fold, near a third,
+        so that the test's null share at 0.05 lies between 4 % and 5 %
+        (p-values are multiples of ``1 / (N3 + 1)``: equal thirds of 100
+        texts give 2.9 %).
     dtype : {"float32", "float16"}, default="float32"
         Precision the features are rounded to before anything is compared.
         ``"float16"`` mimics the reference's mixed-precision features, where
@@ -115,7 +119,7 @@ class MaSF(BaseEstimator):
 
     _parameter_constraints = {
         "calibration": [StrOptions(set(CALIBRATIONS))],
-        "fold_fractions": ["array-like"],
+        "fold_fractions": ["array-like", StrOptions({"auto"})],
         "dtype": [StrOptions({"float32", "float16"}), type, np.dtype],
         "chunk_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
@@ -190,8 +194,7 @@ class MaSF(BaseEstimator):
             raise ValueError(f"alpha must be in (0, 1], got {alpha!r}.")
         if self.calibration_ != "calibrated":
             return float("nan")
-        n = len(self.level3_reference_) + 1
-        return float((math.ceil(alpha * n) - 1) / n)
+        return null_share(len(self.level3_reference_), alpha)
 
     def _fit_level1(self, X, reference_rows):
         """Sorted level-1 references and the Simes statistics of every calibration example.
@@ -228,7 +231,8 @@ class MaSF(BaseEstimator):
                                  f"{_MIN_FOLD_SIZE}.")
             everything = np.arange(n)
             return everything, everything, everything
-        fractions = _check_fold_fractions(self.fold_fractions)
+        units = n if groups is None else len(np.unique(groups))
+        fractions = _check_fold_fractions(self.fold_fractions, units)
         if groups is not None:
             return self._group_folds(groups, fractions)
         sizes = _fold_sizes(n, fractions)
@@ -387,6 +391,44 @@ def _fold_sizes(n, fractions):
     return np.diff(np.rint(np.cumsum(fractions) * n).astype(int), prepend=0)
 
 
+def null_share(n_level3: int, alpha: float = 0.05) -> float:
+    """The share of in-distribution examples a calibrated MaSF with a level-3 fold of ``n_level3`` flags at ``alpha``.
+
+    ``(ceil(alpha (N3 + 1)) - 1) / (N3 + 1)``: the conformal p-values are the multiples of
+    ``1 / (N3 + 1)``, equally likely for an in-distribution example (:meth:`MaSF.null_share`).
+
+    Examples
+    --------
+    >>> from fmmlearn.ood import null_share
+    >>> round(null_share(33), 4), round(null_share(40), 4), null_share(19)
+    (0.0294, 0.0488, 0.0)
+    """
+    m = int(n_level3) + 1
+    return float((math.ceil(alpha * m) - 1) / m)
+
+
+def sized_fold_fractions(n: int, alpha: float = 0.05, null_share_range=(0.04, 0.05)) -> tuple:
+    """Fold shares for ``n`` calibration units whose level-3 fold gives a null share in ``null_share_range``.
+
+    The level-3 size is the one nearest ``n / 3`` between ``n / 5`` and ``n / 2`` whose
+    :func:`null_share` at ``alpha`` lies in the range; levels 1 and 2 share the rest equally.  Where
+    no size qualifies (fewer than about 60 units for 0.05), equal thirds.
+
+    Examples
+    --------
+    >>> from fmmlearn.ood import sized_fold_fractions
+    >>> [round(f * 100) for f in sized_fold_fractions(100)]
+    [30, 30, 40]
+    """
+    low, high = null_share_range
+    candidates = [k for k in range(max(2, math.ceil(n / 5)), n // 2 + 1) if low <= null_share(k, alpha) <= high]
+    if not candidates:
+        return (1 / 3, 1 / 3, 1 / 3)
+    level3 = min(candidates, key=lambda k: (abs(k - n / 3), k))
+    level1 = (n - level3) // 2
+    return (level1 / n, (n - level3 - level1) / n, level3 / n)
+
+
 def min_calibration_size(fold_fractions=(1 / 3, 1 / 3, 1 / 3)):
     """Fewest calibration examples with which ``MaSF(calibration="calibrated")`` can be fitted.
 
@@ -408,6 +450,8 @@ def min_calibration_size(fold_fractions=(1 / 3, 1 / 3, 1 / 3)):
     >>> min_calibration_size(), min_calibration_size((0.6, 0.2, 0.2))
     (6, 9)
     """
+    if isinstance(fold_fractions, str) and fold_fractions == "auto":  # equal thirds below ~60 units
+        fold_fractions = (1 / 3, 1 / 3, 1 / 3)
     return _fewest_examples(_check_fold_fractions(fold_fractions), _MIN_FOLD_SIZE)
 
 
@@ -430,7 +474,10 @@ def _check_groups(groups, n):
     return groups
 
 
-def _check_fold_fractions(fold_fractions):
+def _check_fold_fractions(fold_fractions, n_units: int | None = None):
+    """The fold shares as an array (``"auto"``: :func:`sized_fold_fractions` of ``n_units``)."""
+    if isinstance(fold_fractions, str) and fold_fractions == "auto":
+        fold_fractions = (1 / 3, 1 / 3, 1 / 3) if n_units is None else sized_fold_fractions(n_units)
     fractions = np.asarray(fold_fractions, dtype=np.float64)
     if (fractions.shape != (3,) or not np.all(np.isfinite(fractions)) or np.any(fractions <= 0)
             or abs(fractions.sum() - 1.0) > 1e-6):

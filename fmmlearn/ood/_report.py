@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
@@ -19,11 +20,12 @@ from ._combine import DEFAULT_THRESHOLDS, summarize_pvalues
 from ._features import _masked_features, calibration_groups, hidden_state_features
 from ._masf import _MIN_FOLD_SIZE, MaSF, _check_fold_fractions, _fewest_examples, min_calibration_size
 
-__all__ = ["REFERENCE_ONLY_COLUMNS", "REPORT_COLUMNS", "in_distribution_report"]
+__all__ = ["REFERENCE_ONLY_COLUMNS", "REPORT_COLUMNS", "in_distribution_report", "masked_pvalues", "report_rows"]
 
 #: Columns of :func:`in_distribution_report`, in order.  ``calibration="reference"`` appends
 #: :data:`REFERENCE_ONLY_COLUMNS`; ``model`` comes last when ``model_name`` is given.
-REPORT_COLUMNS = ("ratio", "threshold", "proportion", "simes_p", "geomean_p", "n_examples", "method", "calibration")
+REPORT_COLUMNS = ("ratio", "threshold", "proportion", "expected", "simes_p", "geomean_p", "n_examples", "method",
+                  "calibration")
 #: Columns only reports of ``calibration="reference"`` have: the paper's dataset-level Fisher value,
 #: which assumes independent p-values and is invalid for MaSF's dependent ones (docs/ood.md).
 REFERENCE_ONLY_COLUMNS = ("fisher_p_reference_only",)
@@ -168,32 +170,99 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     >>> plot_in_distribution(reports, path="ood.png")                                   # doctest: +SKIP
     """
     check_is_fitted(clf)
-    grid, levels = check_ratios(ratios), _check_thresholds(thresholds)
-    check_segment(segment)
+    levels = _check_thresholds(thresholds)
     seed = resolve_seed(random_state, clf.random_state)
     masf = MaSF(calibration, fold_fractions=fold_fractions, random_state=seed)
     masf._validate_params()
-    label = str(method) if "importances" in method_params else get_measure(method).name
     calib = clf.encode(X_calib, "X_calib")
     _check_calibration_size(len(calib), dist_repeats, calibration, fold_fractions)
-    test = clf.encode(X_test, "X_test")
     if y_test is None:
         raise ValueError("y_test is None; the masking ranks tokens by their importance for the gold label.")
-    target_idx = _in_context("y_test (the gold labels of X_test)", resolve_targets, clf, test, y_test)
     # Masking first: it validates the measure's parameters before any work and is the expensive part.
-    steps = list(iter_explainer_masking(clf, test, target_idx, method, grid, recursive, segment,
-                                        random_state=derive_seed(seed, 1), batch_size=batch_size, **method_params))
+    steps = _masked_steps(clf, X_test, y_test, method, ratios, segment, derive_seed(seed, 1), recursive=recursive,
+                          batch_size=batch_size, **method_params)
     features = _masked_features(clf, calib, dist_repeats, seed)
     # The copies of an example are correlated: they must share a fold (calibration_groups).
     masf = _in_context("the calibration features of X_calib (masked like the training batches)",
                        partial(masf.fit, groups=calibration_groups(len(calib), dist_repeats)), features)
     del features
-    report = pd.concat([_ratio_rows(clf, masf, test, ratio, ids, levels) for ratio, ids in steps], ignore_index=True)
-    report["method"], report["calibration"] = label, calibration
-    report = report[[*REPORT_COLUMNS, *(REFERENCE_ONLY_COLUMNS if calibration == "reference" else ())]]
+    pvalues = _scored_steps(clf, masf, steps)
+    label = str(method) if "importances" in method_params else get_measure(method).name
+    report = report_rows(pvalues, masf, levels, method=label)
     if model_name is not None:
         report["model"] = str(model_name)
     return InDistributionReport(report)
+
+
+def _masked_steps(clf, X_test, y_test, method, ratios, segment, seed, *, recursive=None, batch_size=None,
+                  **method_params):
+    """``(encoding, [(ratio, masked ids), ...])`` of the explainer-masked test set."""
+    grid = check_ratios(ratios)
+    check_segment(segment)
+    test = clf.encode(X_test, "X_test")
+    target_idx = _in_context("y_test (the gold labels of X_test)", resolve_targets, clf, test, y_test)
+    return test, list(iter_explainer_masking(clf, test, target_idx, method, grid, recursive, segment,
+                                             random_state=seed, batch_size=batch_size, **method_params))
+
+
+def _scored_steps(clf, masf, steps) -> pd.DataFrame:
+    test, masked = steps
+    parts = []
+    for ratio, ids in masked:
+        features = hidden_state_features(clf, encoding=test, input_ids=ids)
+        p = _in_context(f"the features of X_test masked at ratio {ratio:g}", masf.pvalues, features)
+        parts.append(pd.DataFrame({"ratio": ratio, "example": np.arange(len(p)), "p": p}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def masked_pvalues(clf, masf, X_test, y_test, method="rand", ratios=None, segment="first", random_state=None, *,
+                   recursive=None, batch_size=None, **method_params) -> pd.DataFrame:
+    """The MaSF p-value of every test example at every masking ratio (the numbers behind a report).
+
+    ``X_test`` is masked as :func:`in_distribution_report` masks it (the explainer-masking loop,
+    seeded by ``random_state``) and each masked set is scored by the fitted ``masf``.
+
+    Parameters
+    ----------
+    clf : FaithfulTextClassifier
+        Fitted.
+    masf : MaSF
+        Fitted on calibration features of ``clf`` (e.g. :func:`calibration_features`).
+    X_test, y_test, method, ratios, segment, recursive, batch_size, **method_params
+        As in :func:`in_distribution_report`.
+    random_state : int, optional
+        Seeds the masking (``rand``); default ``clf.random_state``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``ratio``, ``example`` (the position in ``X_test``) and ``p``.
+    """
+    check_is_fitted(clf)
+    seed = resolve_seed(random_state, clf.random_state)
+    steps = _masked_steps(clf, X_test, y_test, method, ratios, segment, seed, recursive=recursive,
+                          batch_size=batch_size, **method_params)
+    return _scored_steps(clf, masf, steps)
+
+
+def report_rows(pvalues: pd.DataFrame, masf, thresholds=DEFAULT_THRESHOLDS, *, method: str) -> pd.DataFrame:
+    """The report's rows from per-example p-values (:func:`masked_pvalues`): one row per (ratio, threshold).
+
+    ``expected`` is the share of in-distribution examples the test flags at the threshold
+    (:meth:`MaSF.null_share`: p-values are multiples of ``1 / (N3 + 1)``); NaN for the reference
+    procedure, whose p-values are not calibrated.
+    """
+    levels = _check_thresholds(thresholds)
+    parts = []
+    for ratio, part in pvalues.groupby("ratio", sort=True):
+        rows = summarize_pvalues(part["p"].to_numpy(), levels, calibration=masf.calibration_)
+        rows.insert(0, "ratio", ratio)
+        rows.insert(3, "expected", [masf.null_share(t) for t in rows["threshold"]])
+        rows["n_examples"] = len(part)
+        parts.append(rows)
+    report = pd.concat(parts, ignore_index=True)
+    report["method"], report["calibration"] = method, masf.calibration_
+    return report[[*REPORT_COLUMNS, *(REFERENCE_ONLY_COLUMNS if masf.calibration_ == "reference" else ())]]
 
 
 def _check_calibration_size(n_calib, dist_repeats, calibration, fold_fractions):
@@ -220,13 +289,3 @@ def _in_context(what, fn, *args):
         return fn(*args)
     except ValueError as error:
         raise ValueError(f"{what}: {error}") from error
-
-
-def _ratio_rows(clf, masf, encoding, ratio, input_ids, levels):
-    """The summary rows of one masked test set."""
-    features = hidden_state_features(clf, encoding=encoding, input_ids=input_ids)
-    p = _in_context(f"the features of X_test masked at ratio {ratio:g}", masf.pvalues, features)
-    rows = summarize_pvalues(p, levels, calibration=masf.calibration_)
-    rows.insert(0, "ratio", ratio)
-    rows["n_examples"] = len(encoding)
-    return rows

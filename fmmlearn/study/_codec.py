@@ -115,7 +115,8 @@ class _Writer:
         return {"dtype": str(dtype), "items": items}
 
     def estimator(self, estimator) -> dict:
-        attributes = {k: self.encode(v) for k, v in vars(estimator).items() if k.endswith("_") and not k.startswith("_")}
+        attributes = {k: self.encode(v) for k, v in vars(estimator).items()
+                      if k.endswith("_") and not k.startswith("_")}
         params = {k: self.encode(v) for k, v in estimator.get_params(deep=False).items()}
         return {"__estimator__": type(estimator).__name__, "params": params, "attributes": attributes}
 

@@ -75,10 +75,16 @@ class FaithfulnessStudy(BaseEstimator):
         epoch and calibrates MaSF.
     max_examples : dict of str to int, optional
         Per measure, the number of test examples it is measured on: a seeded
-        random subset (the same, nested, for every measure), except for
-        ``beam-sign-K``, which gets the shortest texts (its cost grows like
-        ``K n^2 / 2``; 20 of them unless told).  The ``rand`` baseline covers
-        all test examples, so every subset has its own baseline.
+        random subset, the same nested one for every measure (the first ``k``
+        of one permutation), so two measures are always compared on the texts
+        they share.  ``beam-sign-K`` gets 20 unless told (its cost grows like
+        ``K n^2 / 2``).  The ``rand`` baseline covers all test examples, so
+        every subset has its own baseline.
+    costly_examples : int, optional
+        The number of test examples of every costly measure (leave-one-out,
+        integrated gradients, beam search) that ``max_examples`` does not
+        cap: they share one subset, so they are compared on the same texts,
+        while the cheap measures run on all texts (and so on that subset too).
     measure_params : dict of str to dict, optional
         Parameters per measure, e.g. ``{"int-grad-sign": {"n_steps": 20}}``.
     classifier_params : dict, optional
@@ -107,9 +113,27 @@ class FaithfulnessStudy(BaseEstimator):
     n_explain : int, default=5
         Test examples explained for the heatmaps.
     convergence_threshold : float, None or "auto", default="auto"
-        Runs whose clean test metric is at or below it are flagged
-        ``converged=False`` and left out of every mean (reported separately).
-        ``"auto"``: 0.5 for bAbI (as in the paper), else no threshold.
+        Which fits count.  ``"auto"``: a fit counts when it beats the best
+        input-blind predictor of the data (the majority class; for bAbI the
+        best question-ignoring predictor) by the rules' convergence margin,
+        with a paired bootstrap CI over the test texts (docs/quickstart.md,
+        "Verdicts").  A number: the paper's rule, the clean test metric must
+        be above it (0.5 for bAbI).  ``None``: every fit counts.  A fit that
+        does not count is flagged ``converged=False``, left out of every mean
+        and listed apart with the reason.
+    budget : float, optional
+        Seconds the faithfulness stage may spend.  Its first round measures
+        every measure on its texts; while time is left and comparisons that
+        involve a costly measure are undecided, further rounds add
+        ``rules["budget"]["block"]`` texts to the costly measures' shared
+        subset.  The rounds spend the error rate alpha-wise (round ``r``
+        decides at level ``1 - alpha / 2^(r+1)``), so the verdicts stay
+        valid however the rounds stop.  ``None``: one round at the rules'
+        confidence level.
+    rules : path-like or dict, optional
+        The verdict rules (margins, levels, widths): default the shipped
+        ``fmmlearn/study/verdict_rules.json``; a path to a complete rules
+        file, or a dict of changes to the shipped one.
     segment : {"first", "all"}, default="first"
         Tokens explainer masking may hit (segment A only, as in the paper).
     n_baseline : int, default=5
@@ -182,6 +206,9 @@ class FaithfulnessStudy(BaseEstimator):
         "verbose": [StrictInterval(numbers.Integral, 0, None, closed="left")],
         "n_jobs": [StrictInterval(numbers.Integral, None, None, closed="neither"), None],
         "stages": ["array-like", None],
+        "costly_examples": [StrictInterval(numbers.Integral, 2, None, closed="left"), None],
+        "budget": [StrictInterval(numbers.Real, 0, None, closed="neither"), None],
+        "rules": [str, os.PathLike, dict, None],
     }
 
     def __init__(self, model="minilm", *, masking_ratios=(0.0, 1.0), measures=DEFAULT_MEASURES, seeds=(0,),
@@ -189,7 +216,8 @@ class FaithfulnessStudy(BaseEstimator):
                  measure_params=None, classifier_params=None, in_distribution="rand", erasure="auto",
                  erasure_k=DEFAULT_ERASURE_K, explain_method=None, n_explain=5, convergence_threshold="auto",
                  segment="first", n_baseline=5, n_bootstrap=9999, confidence_level=0.95, device="auto",
-                 cache_dir=None, random_state=0, verbose=1, n_jobs=None, stages=None):
+                 cache_dir=None, random_state=0, verbose=1, n_jobs=None, stages=None, costly_examples=None,
+                 budget=None, rules=None):
         self.model = model
         self.masking_ratios = masking_ratios
         self.measures = measures
@@ -218,6 +246,9 @@ class FaithfulnessStudy(BaseEstimator):
         self.verbose = verbose
         self.n_jobs = n_jobs
         self.stages = stages
+        self.costly_examples = costly_examples
+        self.budget = budget
+        self.rules = rules
 
     # ------------------------------------------------------------------ running
     def _stages(self) -> tuple:

@@ -64,6 +64,17 @@ def _sections(stages, frames: dict) -> list:
     return out
 
 
+def _rules_record(settings) -> dict:
+    """Which rules judged the study: the shipped file's version and hash, or that they were changed."""
+    from ._rules import RULES_FILE, load_rules, rules_digest
+
+    shipped = load_rules() == dict(settings.rules)
+    return {"version": settings.rules.get("version"), "shipped": shipped,
+            "sha256": rules_digest(RULES_FILE) if shipped else None,
+            "margins": dict(settings.rules["comparisons"]), "stability": dict(settings.rules["stability"]),
+            "convergence_margin": settings.rules["convergence"]["margin"]}
+
+
 def study_metadata(settings, splits, context, stages, frames: dict, timings: pd.DataFrame, *, started: str,
                    load_start, wall: float, machine: dict) -> dict:
     """Everything a result records besides its frames (JSON-ready)."""
@@ -79,7 +90,11 @@ def study_metadata(settings, splits, context, stages, frames: dict, timings: pd.
         "runs": [{"model": model_label(r), "max_masking_ratio": r, "seed": seed,
                   "fit_key": context["fit_keys"][(r, seed)]} for r, seed in runs],
         "seeds": list(settings.seeds),
-        "subsets": {m: {"name": name, "n_examples": int(len(idx))} for m, (name, idx) in context["subsets"].items()},
+        "subsets": {m: {"name": name, "n_examples": int(len(idx))}
+                    for m, (name, idx) in context.get("measured_subsets", context["subsets"]).items()},
+        "rounds": context.get("rounds"),
+        "rules": _rules_record(settings),
+        "blind_baseline": context["blind"]["name"] if "blind" in context else None,
         "explain_method": context.get("explain_method"),
         "explained_examples": [int(i) for i in context.get("explained", [])],
         "convergence_threshold": settings.convergence_threshold,

@@ -17,7 +17,7 @@ import pandas as pd
 from .._formatting import interval, number
 from .._templates import environment, figure_data_uri
 from ._summary import summary_lines
-from ._tables import erasure_by_model, in_distribution_verdicts, ranking_metric, verdict_text
+from ._tables import erasure_by_model, ranking_metric
 
 __all__ = ["render_report", "report_context"]
 
@@ -73,10 +73,45 @@ def _performance_rows(result) -> list[dict]:
     for rec in result.performance.to_dict("records"):
         rows.append({"model": rec["model"], "seed": rec["seed"], "value": number(rec["value"]),
                      "ci": interval(rec["low"], rec["high"], 3), "converged": bool(rec["converged"]),
+                     "baseline_value": number(rec.get("baseline_value")),
+                     "vs_baseline": number(rec.get("vs_baseline"), 3),
+                     "vs_baseline_ci": interval(rec.get("vs_baseline_low"), rec.get("vs_baseline_high"), 3,
+                                                style="signed"),
+                     "reason": rec.get("reason", ""),
                      "epochs": "–" if rec.get("best_epoch") is None or pd.isna(rec.get("best_epoch"))
                      else f"{int(rec['best_epoch'])} of {int(rec['epochs'])}",
                      "fit_seconds": number(rec.get("fit_seconds"), 0)})
     return rows
+
+
+_BADGES = {"first ahead": "valid", "second ahead": "valid", "equivalent": "equivalent", "inconclusive": "unchecked"}
+
+
+def _comparison_rows(result, kind: str) -> list[dict]:
+    frame = result.comparisons
+    if frame is None or not len(frame):
+        return []
+    rows = []
+    for rec in frame[frame["kind"] == kind].to_dict("records"):
+        words = {"first ahead": f"{rec['first']} ahead", "second ahead": f"{rec['second']} ahead"}
+        rows.append({"model": rec["model"], "first": rec["first"], "second": rec["second"],
+                     "n_examples": rec["n_examples"], "n_seeds": rec["n_seeds"],
+                     "estimate": f"{rec['estimate']:+.3f}",
+                     "ci": interval(rec["ci_low"], rec["ci_high"], 3, style="signed"),
+                     "verdict": words.get(rec["verdict"], rec["verdict"]), "badge": _BADGES[rec["verdict"]],
+                     "margin": f"{rec['margin']:g}", "level": f"{rec['confidence_level']:.4g}"})
+    return rows
+
+
+def _rounds_note(result) -> str | None:
+    rounds = result.metadata.get("rounds") or {}
+    if not rounds.get("budget"):
+        return None
+    added = sum(step["added_texts"] for step in rounds.get("added", []))
+    return (f"With a budget of {rounds['budget']:g} s the faithfulness stage ran {rounds['rounds']} round(s), adding "
+            f"{added} texts to the costly measures; it stopped because {rounds['stopped']}. Round r decides at "
+            "level 1 - alpha/2^(r+1) (alpha-spending), so the verdicts hold whenever the rounds stop; a comparison "
+            "keeps the verdict of the first round that decided it.")
 
 
 def _racu_table(result) -> dict:
@@ -110,10 +145,27 @@ def _racu_table(result) -> dict:
 
 
 def _in_distribution_rows(result) -> list[dict]:
-    # Green: never rejected, or only with every token masked (unlike any training input, for every model).
-    return [{"model": model, "flagged": f"{rec['flagged']:.0%}", "verdict": verdict_text(rec),
-             "ok": rec["n_rejected"] == 0 or rec["first_rejected"] >= 1.0}
-            for model, rec in in_distribution_verdicts(result).iterrows()]
+    verdicts = result.frames.get("in_distribution_verdicts")
+    if verdicts is None or not len(verdicts):
+        return []
+    rows = []
+    for rec in verdicts.to_dict("records"):
+        rows.append({"model": rec["model"], "flagged": f"{rec['flagged']:.1%}",
+                     "flagged_ci": interval(rec["flagged_low"], rec["flagged_high"], 1, style="percent"),
+                     "expected": f"{rec['expected']:.1%}",
+                     "negative": f"{rec['negative_share']:.1%}" if rec.get("negative_n") else "–",
+                     "negative_ci": interval(rec["negative_low"], rec["negative_high"], 1, style="percent"),
+                     "positive": f"{rec['positive_share']:.1%}",
+                     "positive_ci": interval(rec["positive_low"], rec["positive_high"], 1, style="percent"),
+                     "verdict": rec["verdict"], "reason": rec["reason"], "ok": rec["verdict"] == "in-distribution"})
+    return rows
+
+
+def _null_share_text(result) -> str:
+    verdicts = result.frames.get("in_distribution_verdicts")
+    if verdicts is None or not len(verdicts):
+        return "about 5 %"
+    return " or ".join(dict.fromkeys(f"{v:.1%}" for v in verdicts["expected"]))
 
 
 def _erasure_cell(rows: pd.DataFrame, mode: str) -> dict:
@@ -165,6 +217,16 @@ def _heatmaps(result) -> str | None:
     return explanation_html(frame, facet="model", full_page=False, max_examples=None)
 
 
+def _baseline_name(result) -> str:
+    name = result.metadata.get("blind_baseline") or "majority class"
+    return f"the {name} baseline"
+
+
+def _rule(meta: dict, name: str, default):
+    """A stability width of the rules that judged the study (older results: the default)."""
+    return (meta.get("rules") or {}).get("stability", {}).get(name, default)
+
+
 def _stage_sections(result) -> list[dict]:
     """Sections of the stages a study was given besides the built-in ones (``metadata["sections"]``)."""
     from markupsafe import Markup
@@ -190,28 +252,43 @@ def _timing_rows(result) -> list[dict]:
     return rows
 
 
+def _drawn(draw):
+    """The data URI of the figure ``draw()`` returns, or ``None`` when there is nothing to draw (no fit counted)."""
+    try:
+        figure = draw()
+    except ValueError:
+        return None
+    return figure_data_uri(getattr(figure, "figure", figure))
+
+
+def _in_distribution_figure(result):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    try:
+        result.plot_in_distribution("proportion", ax=axes[0])
+        result.plot_in_distribution("simes_p", ax=axes[1])
+    except ValueError:
+        plt.close(fig)
+        raise
+    axes[0].set_title("share of masked test examples flagged (p < 0.05)", fontsize="medium")
+    axes[1].set_title("whole masked test set: Simes p-value", fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
 def _figures(result) -> dict:
-    figures = {"performance": figure_data_uri(result.plot_performance().figure),
-               "random_masking": figure_data_uri(result.plot_random_masking().figure),
-               "faithfulness": None, "racu": None, "racu_value": None}
+    figures = {"performance": _drawn(result.plot_performance), "random_masking": _drawn(result.plot_random_masking),
+               "faithfulness": None, "racu": None, "racu_value": None, "in_distribution": None, "erasure": None}
     if not result.racu_summary.empty:  # empty when rand, the baseline, was the only measure
         ranking = "racu" if all(ranking_metric(rows) == "racu"
                                 for _, rows in result.racu_summary.groupby("model")) else "acu"
-        figures.update(faithfulness=figure_data_uri(result.plot_faithfulness()),
-                       racu=figure_data_uri(result.plot_racu(value=ranking).figure), racu_value=ranking.upper())
+        figures.update(faithfulness=_drawn(result.plot_faithfulness),
+                       racu=_drawn(lambda: result.plot_racu(value=ranking)), racu_value=ranking.upper())
     if not result.in_distribution.empty:
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-        result.plot_in_distribution("proportion", ax=axes[0])
-        result.plot_in_distribution("simes_p", ax=axes[1])
-        axes[0].set_title("share of masked test examples flagged (p < 0.05)", fontsize="medium")
-        axes[1].set_title("whole masked test set: Simes p-value", fontsize="medium")
-        fig.tight_layout()
-        figures["in_distribution"] = figure_data_uri(fig)
+        figures["in_distribution"] = _drawn(lambda: _in_distribution_figure(result))
     if _erasure_table(result) is not None:
-        ax = result.plot_erasure()
-        figures["erasure"] = figure_data_uri(ax.figure)
+        figures["erasure"] = _drawn(result.plot_erasure)
     return figures
 
 
@@ -234,6 +311,17 @@ def report_context(result, title: str | None = None) -> dict:
         "restricted": restricted,
         "n_test": meta["data"]["sizes"]["test"],
         "in_distribution": _in_distribution_rows(result),
+        "in_distribution_ran": not result.in_distribution.empty,
+        "no_figure": "Nothing to draw: no fit counted (see the accuracy section).",
+        "null_share": _null_share_text(result),
+        "baseline": _baseline_name(result),
+        "model_comparisons": _comparison_rows(result, "models"),
+        "measure_comparisons": _comparison_rows(result, "measures"),
+        "several_seeds": len(meta.get("seeds", [])) > 1,
+        "acu_margin": f"{(meta.get('rules') or {}).get('margins', {}).get('acu_margin', float('nan')):g}",
+        "rules_version": (meta.get("rules") or {}).get("version"),
+        "rounds_note": _rounds_note(result),
+        "racu_width": f"{_rule(meta, 'racu_max_ci_width', 0.5):g}",
         "erasure": _erasure_table(result),
         "explain_method": meta.get("explain_method"),
         "heatmaps": None if heatmaps is None else Markup(heatmaps),

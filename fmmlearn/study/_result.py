@@ -14,8 +14,8 @@ from ._tables import LEVEL, erasure_by_model
 __all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]
 
 #: The frames of the built-in stages, in the order they are saved (a study with more stages has more).
-FRAMES = ("performance", "curves", "racu", "racu_summary", "in_distribution", "erasure", "explanations",
-          "outcomes", "timings")
+FRAMES = ("performance", "curves", "racu", "racu_summary", "comparisons", "in_distribution", "masf_controls",
+          "in_distribution_verdicts", "erasure", "explanations", "outcomes", "timings")
 _METADATA = "metadata.json"
 _FORMATS = ("parquet", "csv")
 # Line colours of the erasure plot: its points are green (valid), red (not valid) or grey (not checked).
@@ -156,6 +156,8 @@ class StudyResult:
         if self.in_distribution.empty:
             raise ValueError("the study ran without the in-distribution stage (in_distribution=None).")
         frame = self.in_distribution[self.in_distribution["converged"].astype(bool)]
+        if frame.empty:
+            raise ValueError("no fit counted (converged), so there is no in-distribution report to draw.")
         return plot_in_distribution(frame, ax=ax, path=path, statistic=statistic, threshold=threshold)
 
     def plot_erasure(self, ax=None, path=None, *, baseline: bool = False):

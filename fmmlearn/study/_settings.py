@@ -17,9 +17,10 @@ import numpy as np
 from .._validation import check_writable_dir
 from ._data import Splits, check_dataset_name, load_splits
 from ._options import checked_classifier_params, float_list, int_list, label_metric, option_error, str_list
+from ._rules import load_rules
 
-__all__ = ["DEFAULT_BEAM_EXAMPLES", "DEFAULT_ERASURE_K", "DEFAULT_ERASURE_MEASURES", "DEFAULT_MEASURES",
-           "StudySettings", "resolve_settings"]
+__all__ = ["COSTLY_FAMILIES", "DEFAULT_BEAM_EXAMPLES", "DEFAULT_ERASURE_K", "DEFAULT_ERASURE_MEASURES",
+           "DEFAULT_MEASURES", "StudySettings", "is_costly", "resolve_settings"]
 
 #: Measures of a study when none are given (``rand`` is always added: it is the baseline).
 DEFAULT_MEASURES = ("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign")
@@ -30,8 +31,6 @@ DEFAULT_ERASURE_MEASURES = ("loo-sign",)
 DEFAULT_ERASURE_K = (0.1, 0.2, 0.5)
 #: Test examples beam search gets when ``max_examples`` does not say: the shortest ones (~K n^2 / 2 forwards).
 DEFAULT_BEAM_EXAMPLES = 20
-# The paper drops bAbI runs whose unmasked test metric is at most 0.5.
-_PAPER_CONVERGENCE = {"babi-1": 0.5, "babi-2": 0.5, "babi-3": 0.5}
 
 
 def _frozen_dict(values) -> MappingProxyType:
@@ -56,7 +55,7 @@ class StudySettings:
     erasure_k: tuple
     explain_method: str | None
     n_explain: int
-    convergence_threshold: float | None
+    convergence_threshold: float | str | None  # "auto": beat the input-blind baseline
     segment: str
     n_baseline: int
     n_bootstrap: int
@@ -66,6 +65,9 @@ class StudySettings:
     random_state: int
     verbose: int
     n_jobs: int | None
+    costly_examples: int | None = None
+    budget: float | None = None
+    rules: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     params: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # the estimator's get_params()
 
     @property
@@ -104,7 +106,16 @@ def _checked_measure_params(values, measures) -> dict:
     return params
 
 
-def _checked_caps(values, measures) -> dict:
+#: Measure families whose cost per text is high: they share one subset of the test texts.
+COSTLY_FAMILIES = ("loo-", "int-grad-", "beam-")
+
+
+def is_costly(measure: str) -> bool:
+    """Whether ``measure`` is one of the costly families (leave-one-out, integrated gradients, beam search)."""
+    return measure.startswith(COSTLY_FAMILIES)
+
+
+def _checked_caps(values, measures, costly_examples=None) -> dict:
     caps = {}
     for name, cap in (values or {}).items():
         if name not in measures:
@@ -116,7 +127,9 @@ def _checked_caps(values, measures) -> dict:
             raise option_error("max_examples", f"{name!r} needs an integer of at least 2, got {cap!r}.")
         caps[name] = int(cap)
     for name in measures:
-        if name.startswith("beam-") and name not in caps:
+        if is_costly(name) and name not in caps and costly_examples is not None:
+            caps[name] = int(costly_examples)
+        elif name.startswith("beam-") and name not in caps:
             caps[name] = DEFAULT_BEAM_EXAMPLES
     return caps
 
@@ -175,7 +188,7 @@ def _checked_options(study) -> StudySettings:
     grid.flags.writeable = False
     metric = None if study.metric is None else label_metric(get_metric, study.metric)
     params = _checked_measure_params(study.measure_params, measures)
-    caps = _checked_caps(study.max_examples, measures)
+    caps = _checked_caps(study.max_examples, measures, study.costly_examples)
     for option in ("in_distribution", "explain_method"):
         _checked_measure_option(study, option)
     erasure, erasure_k = _checked_erasure(study.erasure, study.erasure_k, measures)
@@ -189,6 +202,7 @@ def _checked_options(study) -> StudySettings:
         convergence_threshold=study.convergence_threshold, segment=study.segment, n_baseline=study.n_baseline,
         n_bootstrap=study.n_bootstrap, confidence_level=study.confidence_level, device=study.device,
         cache_dir=cache_dir, random_state=study.random_state, verbose=study.verbose, n_jobs=study.n_jobs,
+        costly_examples=study.costly_examples, budget=study.budget, rules=_frozen_dict(load_rules(study.rules)),
         params=_frozen_dict(study.get_params()))
 
 
@@ -231,7 +245,4 @@ def resolve_settings(study, data, y=None) -> tuple[StudySettings, Splits]:
         from ..metrics import get_metric
 
         metric = label_metric(get_metric, splits.primary_metric or "accuracy")
-    threshold = settings.convergence_threshold
-    if isinstance(threshold, str):
-        threshold = _PAPER_CONVERGENCE.get(splits.name)
-    return replace(settings, metric=metric, convergence_threshold=threshold), splits
+    return replace(settings, metric=metric), splits

@@ -13,12 +13,14 @@ the areas from :func:`fmmlearn.faithfulness.area_statistics`, the resampling fro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._bootstrap import bootstrap_ci
 from ..faithfulness import area_statistics
 
-__all__ = ["AREA_KINDS", "example_ci"]
+__all__ = ["AREA_KINDS", "PairedDifference", "example_ci", "mean_over_texts", "paired_difference", "share_ci"]
 
 #: The area statistics :func:`example_ci` can resample (see :func:`fmmlearn.faithfulness.area_statistics`).
 AREA_KINDS = ("acu", "racu", "baseline_area")
@@ -72,3 +74,115 @@ def example_ci(score, pred: np.ndarray, gold: np.ndarray, *, baseline: np.ndarra
     low, high = bootstrap_ci(statistic, len(gold), point, confidence_level=confidence_level,
                              n_resamples=n_resamples, cells_per_resample=cells)
     return point, low, high
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """A paired difference ``first - second`` and its bootstrap distribution (read intervals at any level)."""
+
+    estimate: float
+    resamples: np.ndarray
+    n_examples: int
+    n_seeds: int
+
+    def interval(self, confidence_level: float) -> tuple[float, float]:
+        """Percentile interval of the resampled differences (NaN when there are none)."""
+        values = self.resamples[np.isfinite(self.resamples)]
+        if values.size == 0 or not np.isfinite(self.estimate):
+            return float("nan"), float("nan")
+        tail = (1 - confidence_level) / 2
+        low, high = np.quantile(values, [tail, 1 - tail])
+        return float(low), float(high)
+
+
+def _statistic(score, first, second, gold, grid):
+    """Per resample: mean over seeds of ``value(first) - value(second)``; for curves, ``ACU(first) - ACU(second)``.
+
+    ``ACU(A) - ACU(B) = ∫ (p_rand - p_A) - ∫ (p_rand - p_B) = ∫ (p_B - p_A) dr``: on the same texts
+    the ``rand`` baseline cancels, so the difference is the area between the two curves.
+    """
+    a, b = score(first, gold), score(second, gold)  # (..., seeds[, ratios])
+    if grid is None:
+        return (a - b).mean(axis=-1)
+    from scipy.integrate import trapezoid
+
+    return trapezoid(b - a, x=grid, axis=-1).mean(axis=-1)
+
+
+def paired_difference(score, first: np.ndarray, second: np.ndarray, gold: np.ndarray, *, grid=None,
+                      n_resamples: int = 4000, seed: int = 0) -> PairedDifference:
+    """``first - second`` on the same texts (and seeds), with a paired, two-level bootstrap.
+
+    Parameters
+    ----------
+    score : callable
+        From :func:`fmmlearn.metrics.vectorized_metric`.
+    first, second : ndarray of int, shape (n_seeds, n_examples) or (n_seeds, n_ratios, n_examples)
+        Predicted class indices of the two things compared, on the same texts, seed by seed: clean
+        predictions of two models (a metric difference) or masking curves of two measures (with
+        ``grid``: an ACU difference).
+    gold : ndarray of int, shape (n_examples,)
+    grid : ndarray, optional
+        The masking-ratio grid of curves.
+    n_resamples : int, default=4000
+    seed : int, default=0
+
+    Returns
+    -------
+    PairedDifference
+        Each resample draws the texts with replacement and, with two or more seeds, the seeds too:
+        the interval covers the texts and the fine-tuning seeds, and pairing (the same texts and
+        seeds for both) removes what the two share.
+    """
+    first, second, gold = np.asarray(first), np.asarray(second), np.asarray(gold)
+    if first.shape != second.shape:
+        raise ValueError(f"first and second must have the same shape, got {first.shape} and {second.shape}.")
+    n_seeds, n = first.shape[0], first.shape[-1]
+    curves = first.ndim == 3
+
+    def values(seeds, texts):  # seeds (B, S), texts (B, n) -> (B,)
+        pick = (seeds[:, :, None, None], np.arange(first.shape[1])[None, None, :, None], texts[:, None, None, :]) \
+            if curves else (seeds[:, :, None], texts[:, None, :])
+        g = gold[texts][:, None, None, :] if curves else gold[texts][:, None, :]
+        stat = _statistic(score, first[pick], second[pick], g, grid)
+        return stat
+
+    point = float(_statistic(score, first, second, gold[None, None, :] if curves else gold[None, :], grid))
+    if n < 2:
+        return PairedDifference(point, np.array([]), n, n_seeds)
+    rng = np.random.default_rng(seed)
+    cells = first[0].size * max(n_seeds, 1) * 2
+    batch = max(1, 4_000_000 // max(cells, 1))
+    out = []
+    for start in range(0, n_resamples, batch):
+        b = min(batch, n_resamples - start)
+        texts = rng.integers(0, n, (b, n))
+        seeds = rng.integers(0, n_seeds, (b, n_seeds)) if n_seeds > 1 else np.zeros((b, 1), dtype=np.int64)
+        out.append(values(seeds, texts))
+    return PairedDifference(point, np.concatenate(out), n, n_seeds)
+
+
+def share_ci(k: int, n: int, confidence_level: float = 0.95) -> tuple[float, float, float]:
+    """A share ``k / n`` and its Wilson interval (``scipy.stats.binomtest``); NaN for ``n = 0``."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return (float("nan"),) * 3
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence_level, method="wilson")
+    return k / n, float(ci.low), float(ci.high)
+
+
+def mean_over_texts(values: np.ndarray, *, n_resamples: int = 4000, seed: int = 0) -> PairedDifference:
+    """The mean of per-text values of shape ``(n_seeds, n_texts)``, with the two-level bootstrap of
+    :func:`paired_difference` (texts, and seeds when there are several).  E.g. the share of masking
+    ratios at which MaSF flags each test text."""
+    values = np.asarray(values, dtype=np.float64)
+    n_seeds, n = values.shape
+    point = float(values.mean())
+    if n < 2:
+        return PairedDifference(point, np.array([]), n, n_seeds)
+    rng = np.random.default_rng(seed)
+    texts = rng.integers(0, n, (n_resamples, n))
+    seeds = rng.integers(0, n_seeds, (n_resamples, n_seeds)) if n_seeds > 1 else np.zeros((n_resamples, 1), int)
+    means = values[seeds[:, :, None], texts[:, None, :]].mean(axis=(1, 2))
+    return PairedDifference(point, means, n, n_seeds)

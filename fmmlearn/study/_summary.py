@@ -10,69 +10,90 @@ import numpy as np
 import pandas as pd
 
 from .._formatting import interval
-from ._tables import (
-    LEVEL,
-    erasure_by_model,
-    in_distribution_verdicts,
-    performance_by_model,
-    ranking_metric,
-    verdict_text,
-)
+from ._tables import LEVEL, comparison_between, erasure_by_model, performance_by_model, ranked_measures
 
 __all__ = ["summary_lines"]
+
+
+def _words(row: dict, first: str, second: str, digits: int = 3) -> str:
+    """A comparison of ``first - second`` in words: ahead by d [CI], equivalent within +-m, or not separated."""
+    d, ci = row["estimate"], interval(row["ci_low"], row["ci_high"], digits, style="signed")
+    if row["verdict"] == "first ahead":
+        return f"ahead of {second} by {d:.{digits}f} {ci}"
+    if row["verdict"] == "second ahead":
+        return f"behind {second} by {-d:.{digits}f} {ci}"
+    if row["verdict"] == "equivalent":
+        return f"equivalent to {second} within ±{row['margin']:g} (difference {d:+.{digits}f} {ci})"
+    return (f"not separated from {second}: difference {d:+.{digits}f} {ci}, inconclusive at the margin "
+            f"±{row['margin']:g}")
 
 
 def _performance_lines(result) -> list[str]:
     perf = performance_by_model(result)
     metric = result.metadata["data"]["metric"]
     lines = []
-    dropped = result.performance[~result.performance["converged"].astype(bool)]
+    frame = result.performance
+    dropped = frame[~frame["converged"].astype(bool)]
     if len(dropped):
-        runs = ", ".join(f"{m} seed {s}" for m, s in zip(dropped["model"], dropped["seed"]))
-        lines.append(f"Not converged (left out of every mean): {runs}.")
-    if perf.empty:
-        return lines + ["No run converged; nothing to compare."]
+        lines.append("Not counted (left out of every mean): " + "; ".join(
+            f"{r['model']} seed {r['seed']} ({r['reason']})" if "reason" in r else f"{r['model']} seed {r['seed']}"
+            for r in dropped.to_dict("records")) + ".")
+    if perf.empty:  # what the fits reached, though none counts
+        everything = frame.groupby("model", sort=False)[["value", "low", "high"]].mean()
+        parts = [f"{model} {row.value:.3f}{interval(row.low, row.high, style='words')}"
+                 for model, row in everything.iterrows()]
+        return lines + [f"Test {metric} (no fit counted): " + "; ".join(parts) + "; nothing to compare."]
     ranked = perf.sort_values("value", ascending=False)
     parts = [f"{model} {row.value:.3f}{interval(row.low, row.high, style='words')}" for model, row in ranked.iterrows()]
     lines.append(f"Test {metric}: " + "; ".join(parts) + ".")
-    if len(ranked) > 1:
-        (best, top), (second, other) = list(ranked.iterrows())[:2]
-        overlap = top.low <= other.high
-        lines.append(f"  The {best} model is more accurate by {top.value - other.value:.3f}"
-                     + (" (the intervals overlap: within noise)." if overlap else " (the intervals do not overlap)."))
+    comparisons = result.comparisons
+    models = comparisons[comparisons["kind"] == "models"] if len(comparisons) else comparisons
+    for row in models.to_dict("records") if len(models) else []:
+        lines.append(f"  {row['first']} - {row['second']}: {row['first']} is {_words(row, row['first'], row['second'])}"
+                     f" ({row['n_examples']} test texts, {row['n_seeds']} seed(s)).")
     return lines
 
 
 def _faithfulness_lines(result) -> list[str]:
     summary = result.racu_summary.dropna(subset=["acu"])
-    lines = ["Most faithful explanation (RACU: 0 = no better than random, 1 = performance drops at once; "
-             "ACU: the area between the random and the explanation's curve):"]
+    rules = result.metadata.get("rules") or {}
+    margin = (rules.get("margins") or {}).get("acu_margin")
+    lines = ["Most faithful explanation (ACU: the area between random masking's accuracy curve and the "
+             "explanation's; measures compared on the texts both ran on"
+             + (f", equivalent within ±{margin:g}):" if margin is not None else "):")]
     for model, rows in summary.groupby("model", sort=False):
-        by = ranking_metric(rows)
-        ranked = rows.sort_values(by, ascending=False)
-        best, digits = ranked.iloc[0], 2 if by == "racu" else 3
-        text = (f"  {model}: {best['method']}, {by.upper()} {best[by]:.{digits}f}"
-                f"{interval(best[f'{by}_low'], best[f'{by}_high'], style='words')}")
+        ranked = ranked_measures(rows, result.comparisons)
+        by_acu = [m for m in rows.sort_values("acu", ascending=False, kind="stable")["method"] if m != ranked[0]]
+        ranked = [ranked[0], *by_acu]  # the runner-up: the strongest other measure by ACU
+        best = rows[rows["method"] == ranked[0]].iloc[0]
+        text = f"  {model}: {best['method']} (ACU {best['acu']:.3f} {interval(best['acu_low'], best['acu_high'], 3)}"
+        if bool(best.get("racu_stable", False)) and bool(best.get("reliable", False)):
+            text += f", RACU {best['racu']:.2f} {interval(best['racu_low'], best['racu_high'])}"
+        text += ")"
         if len(ranked) > 1:
-            runner = ranked.iloc[1]
-            text += (f", ahead of {runner['method']} ({runner[by]:.{digits}f}) by "
-                     f"{best[by] - runner[by]:.{digits}f}")
-        if by == "acu":
-            unstable = rows.loc[~rows["reliable"], "method"].tolist()
-            which = "every measure" if len(unstable) == len(rows) else ", ".join(unstable)
-            text += f"; ranked by ACU, as RACU is unstable for {which} on so few texts"
+            row = comparison_between(result.comparisons, model, ranked[0], ranked[1])
+            text += "; " + (_words(row, ranked[0], ranked[1]) if row is not None else f"then {ranked[1]}")
         lines.append(text + ".")
     return lines if len(lines) > 1 else []
 
 
 def _in_distribution_lines(result) -> list[str]:
-    verdicts = in_distribution_verdicts(result)
-    if verdicts.empty:
+    verdicts = result.frames.get("in_distribution_verdicts")
+    if verdicts is None or not len(verdicts):
         return []
-    lines = [f"Are masked inputs in-distribution? (MaSF; share of masked test examples with p < {LEVEL:g}, "
-             f"{LEVEL:.0%} expected if they are):"]
-    for model, row in verdicts.iterrows():
-        lines.append(f"  {model}: {row['flagged']:.0%} flagged; {verdict_text(row)}.")
+    expected = " or ".join(dict.fromkeys(f"{row['expected']:.1%}" for row in verdicts.to_dict("records")))
+    lines = [f"Are masked inputs in-distribution? (MaSF: the share of masked test texts flagged at p < {LEVEL:g}, "
+             f"masking ratios 10-90 %; the test flags {expected} of in-distribution texts, from its calibration "
+             "size):"]
+    for row in verdicts.to_dict("records"):
+        negative = interval(row["negative_low"], row["negative_high"], 0, style="percent")
+        controls = (f"negative control {row['negative_share']:.0%} {negative}" if row.get("negative_n")
+                    else "no negative control (too few validation texts)")
+        flagged = interval(row["flagged_low"], row["flagged_high"], 1, style="percent")
+        note = "" if row.get("counted", True) else " (no fit counted: all seeds, for information)"
+        lines.append(f"  {row['model']}{note}: {row['flagged']:.1%} {flagged} "
+                     f"flagged: {row['verdict']} ({row['reason']}; {controls}, positive control "
+                     f"{row['positive_share']:.0%}).")
     return lines
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["LEVEL", "RELIABLE_AREA_SHARE", "erasure_by_model", "in_distribution_verdicts", "most_faithful_rows",
-           "performance_by_model", "ranking_metric", "verdict_text"]
+__all__ = ["LEVEL", "RELIABLE_AREA_SHARE", "comparison_between", "erasure_by_model", "in_distribution_verdicts",
+           "most_faithful_rows", "performance_by_model", "ranked_measures", "ranking_metric", "verdict_text"]
 
 #: RACU is "reliable" when the CI lower bound of its denominator is at least this share of its estimate.
 RELIABLE_AREA_SHARE = 0.5
@@ -19,22 +19,63 @@ LEVEL = 0.05
 
 
 def ranking_metric(rows: pd.DataFrame) -> str:
-    """``"racu"`` when every RACU of a model's measures is reliable, else ``"acu"``.
+    """``"racu"`` when every RACU of a model's measures is reliable and stable, else ``"acu"``.
 
-    RACU compares measures on one scale only when each ratio is stable; the costly measures run on
-    few texts, where the area random masking leaves (RACU's denominator) is noisy.  ACU, the area
-    itself, stays comparable across random subsets of the test texts and is far less noisy.
+    RACU compares measures on one scale only when each ratio is stable: its denominator (the area
+    random masking leaves) known to about +-50 % (``reliable``) and its CI no wider than the rules
+    allow (``racu_stable``).  ACU, the area itself, has no denominator and is far less noisy.
     """
-    return "racu" if len(rows) and rows["reliable"].all() and rows["racu"].notna().all() else "acu"
+    stable = rows["racu_stable"].all() if "racu_stable" in rows else True
+    return "racu" if len(rows) and rows["reliable"].all() and stable and rows["racu"].notna().all() else "acu"
 
 
-def most_faithful_rows(frame: pd.DataFrame) -> np.ndarray:
-    """Per model, the measure with the highest :func:`ranking_metric` (a boolean mask of ``frame``'s rows)."""
+def comparison_between(comparisons: pd.DataFrame | None, model, a: str, b: str):
+    """The comparison row of measures ``a`` and ``b`` of ``model``, oriented ``a - b`` (``None`` if absent)."""
+    if comparisons is None or not len(comparisons):
+        return None
+    rows = comparisons[(comparisons["kind"] == "measures") & (comparisons["model"] == model)]
+    direct = rows[(rows["first"] == a) & (rows["second"] == b)]
+    if len(direct):
+        return direct.iloc[0].to_dict()
+    reverse = rows[(rows["first"] == b) & (rows["second"] == a)]
+    if not len(reverse):
+        return None
+    row = reverse.iloc[0].to_dict()
+    flip = {"first ahead": "second ahead", "second ahead": "first ahead"}
+    return {**row, "first": a, "second": b, "estimate": -row["estimate"], "ci_low": -row["ci_high"],
+            "ci_high": -row["ci_low"], "verdict": flip.get(row["verdict"], row["verdict"])}
+
+
+def ranked_measures(rows: pd.DataFrame, comparisons: pd.DataFrame | None = None) -> list:
+    """A model's measures, most faithful first: by ACU, but never one a paired comparison puts behind another.
+
+    ``rows`` are one model's rows of ``racu_summary``.  A measure that some comparison finds behind
+    another measure (its CI entirely on the losing side) cannot be the most faithful, whatever its
+    point estimate on its own texts.
+    """
+    rows = rows.dropna(subset=["acu"]).sort_values("acu", ascending=False, kind="stable")
+    order = rows["method"].tolist()
+    if comparisons is None or len(order) < 2:
+        return order
+    model = rows["model"].iloc[0]
+    behind = set()
+    for i, a in enumerate(order):
+        for b in order[i + 1:]:
+            row = comparison_between(comparisons, model, a, b)
+            if row is not None and row["verdict"] == "second ahead":
+                behind.add(a)
+            elif row is not None and row["verdict"] == "first ahead":
+                behind.add(b)
+    return [m for m in order if m not in behind] + [m for m in order if m in behind]
+
+
+def most_faithful_rows(frame: pd.DataFrame, comparisons: pd.DataFrame | None = None) -> np.ndarray:
+    """Per model, its most faithful measure (:func:`ranked_measures`): a boolean mask of ``frame``'s rows."""
     best = np.zeros(len(frame), dtype=bool)
     for _, rows in frame.groupby("model", sort=False):
-        values = rows[ranking_metric(rows)]
-        if values.notna().any():
-            best[frame.index.get_loc(values.idxmax())] = True
+        ranked = ranked_measures(rows, comparisons)
+        if ranked:
+            best[frame.index.get_loc(rows.index[rows["method"] == ranked[0]][0])] = True
     return best
 
 

@@ -9,7 +9,6 @@ import pandas as pd
 
 from ..._warnings import warn
 from ...exceptions import FaithfulnessWarning
-from .._cache import content_key
 from .._names import model_label
 from .._pipeline import Job, Stage
 from ._common import test_key
@@ -36,64 +35,52 @@ class ErasureStage(Stage):
     """Comprehensiveness, sufficiency and AOPC (removal by the mask token, the gold label as target).
 
     Of the ``erasure`` measures and of ``rand`` on the same test texts.  Every erased input is scored
-    by one MaSF per model, fitted on the validation split masked like the training batches (the
-    calibration of the in-distribution report); a number is ``valid`` when at most
+    by the calibration stage's MaSF of the model (the very test of the in-distribution report); a
+    number is ``valid`` when at most
     ``ERASURE_MAX_INVALID_FACTOR * ERASURE_ALPHA`` of its erased inputs get ``p < ERASURE_ALPHA``.  When the
     split is too small for MaSF to flag anything at that level, the metrics are computed but not
     certified (``valid`` is ``<NA>``), with one warning.
     """
 
     name = "erasure"
-    requires = ("settings", "splits", "models", "fit_keys", "subsets", "converged")
+    requires = ("settings", "splits", "models", "fit_keys", "measured_subsets", "converged", "calibrations")
     provides = ("erasure", "erasure_info")
     frames = ("erasure",)
 
     def execute(self, context, runtime) -> dict:
-        from ...ood import min_calibration_size
-
         settings, sp = context["settings"], context["splits"]
-        plan = erasure_jobs(settings.erasure, context["subsets"])
+        plan = erasure_jobs(settings.erasure, context["measured_subsets"])
         if not plan:
             return {"erasure": pd.DataFrame(), "erasure_info": None}
-        n_valid = len(sp.y_valid)
-        calibrate = n_valid >= min_calibration_size()
-        unchecked = None if calibrate else (f"the validation split has {n_valid} texts, MaSF needs at least "
-                                            f"{min_calibration_size()}")
-        results = {}
-        with runtime.progress(self.name, len(settings.runs) * (len(plan) + calibrate)) as bar:
-            for run in settings.runs:
-                masf, calibration_key = None, None
-                if calibrate:
-                    job = Job(run, ("calibration", content_key(sp.X_valid), run[1]), method="MaSF calibration",
-                              n_examples=n_valid, label=f"{model_label(run[0])} seed {run[1]}: MaSF calibration "
-                                                       f"({n_valid} texts)")
-                    masf, calibration_key = runtime.run_jobs(self, [job], context, bar)[job]["masf"], job.key
-                    if not masf.pvalue_floor_ < ERASURE_ALPHA:
-                        unchecked = (f"the validation split has {n_valid} texts: MaSF's level-3 fold of "
-                                     f"{len(masf.level3_reference_)} gives no p-value below {ERASURE_ALPHA:g}")
-                        masf = calibration_key = None
-                jobs = [self._job(settings, sp, run, method, subset, idx, calibration_key, masf)
-                        for method, (subset, idx) in plan]
-                results.update(runtime.run_jobs(self, jobs, context, bar))
+        unchecked, jobs = None, []
+        for run in settings.runs:
+            masf = context["calibrations"].get(run)
+            if masf is None or not masf.pvalue_floor_ < ERASURE_ALPHA:
+                unchecked = (f"MaSF's smallest p-value is {masf.pvalue_floor_:.3g} (a level-3 fold of "
+                             f"{len(masf.level3_reference_)} texts), not below {ERASURE_ALPHA:g}") if masf else \
+                    "no MaSF was calibrated"
+                masf = None
+            jobs += [self._job(settings, sp, run, method, subset, idx, masf) for method, (subset, idx) in plan]
+        with runtime.progress(self.name, len(jobs)) as bar:
+            results = runtime.run_jobs(self, jobs, context, bar)
         if unchecked:
-            warn(f"erasure metrics are not certified in-distribution ({unchecked}; about 60 are needed): their "
-                 "valid column is <NA>. Raise n_valid.", FaithfulnessWarning)
+            warn(f"erasure metrics are not certified in-distribution ({unchecked}; about 60 validation texts are "
+                 "needed): their valid column is <NA>. Raise n_valid.", FaithfulnessWarning)
         info = {"measures": [m for m, _ in plan if m != "rand"], "k": list(settings.erasure_k), "removal": "mask",
                 "alpha": ERASURE_ALPHA, "max_invalid_factor": ERASURE_MAX_INVALID_FACTOR,
                 "subsets": {f"{m} ({name})": int(len(idx)) for m, (name, idx) in plan}, "unchecked": unchecked}
         return {"erasure": self._frame(context, results), "erasure_info": info}
 
     @staticmethod
-    def _job(settings, sp, run, method, subset, idx, calibration_key, masf) -> Job:
-        key = ("erasure", calibration_key, test_key(sp), idx.tolist(), method, settings.erasure_k, run[1],
+    def _job(settings, sp, run, method, subset, idx, masf) -> Job:
+        # the calibration is a function of the model (in the cache key already) and of the validation texts
+        key = ("erasure", masf is not None, test_key(sp), idx.tolist(), method, settings.erasure_k, run[1],
                settings.segment, settings.measure_params.get(method, {}), ERASURE_ALPHA, ERASURE_MAX_INVALID_FACTOR,
                settings.n_bootstrap, settings.confidence_level)
         return Job(run, key, method=method, n_examples=len(idx), data={"masf": masf, "subset": subset},
                    label=f"{model_label(run[0])} seed {run[1]}: {method} ({len(idx)} examples)")
 
     def compute(self, clf, job, context) -> dict:
-        if job.key[0] == "calibration":
-            return self._calibrate(clf, job, context)
         from ...faithfulness import erasure_metrics
 
         settings, sp = context["settings"], context["splits"]
@@ -110,29 +97,12 @@ class ErasureStage(Stage):
         return {"summary": report.summary, "per_example": report.per_example}
 
     @staticmethod
-    def _calibrate(clf, job, context) -> dict:
-        """MaSF fitted on the validation split masked like the training batches (the in-distribution report's).
-
-        Same features (:func:`fmmlearn.ood.calibration_features`, seeded by the run's seed), same folds
-        (``MaSF(random_state=seed)``, one group per text), so the erasure metrics are certified by the
-        very test of the in-distribution report.
-        """
-        from ...ood import MaSF, calibration_features
-
-        seed = job.run[1]
-        features, groups = calibration_features(clf, context["splits"].X_valid, random_state=seed,
-                                                return_groups=True)
-        return {"masf": MaSF(random_state=seed).fit(features, groups=groups)}
-
-    @staticmethod
     def _frame(context, results) -> pd.DataFrame:
         """The erasure summaries of every model, seed and measure; ``k`` is NaN on the AOPC rows (``aopc``)."""
         from ...faithfulness import AOPC
 
         parts = []
         for job, payload in results.items():
-            if job.key[0] != "erasure":
-                continue
             summary = pd.DataFrame(payload["summary"])
             aopc = summary["k"].map(lambda v: isinstance(v, str) and v == AOPC).to_numpy(dtype=bool)
             parts.append(summary.assign(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
@@ -18,7 +19,7 @@ from ._common import masked_fraction, outcomes, test_key
 __all__ = ["FaithfulnessStage", "baseline_seed"]
 
 _AREAS = ["racu", "racu_low", "racu_high", "acu", "acu_low", "acu_high", "baseline_area", "baseline_area_low",
-          "baseline_area_high", "reliable"]
+          "baseline_area_high", "reliable", "racu_stable", "acu_stable"]
 RACU_COLUMNS = ["model", "max_masking_ratio", "seed", "converged", "method", "signed", "subset", "n_examples",
                 *_AREAS]
 _SUMMARY_COLUMNS = ["model", "max_masking_ratio", "method", "subset", "n_examples", "n_seeds", *_AREAS,
@@ -41,24 +42,102 @@ class FaithfulnessStage(Stage):
 
     name = "faithfulness"
     requires = ("settings", "splits", "models", "fit_keys", "gold", "classes", "score", "subsets", "converged",
-                "random_masking_curves")
-    provides = ("curves", "outcomes", "racu", "racu_summary")
+                "random_masking_curves", "subset_order")
+    provides = ("curves", "outcomes", "racu", "racu_summary", "measured_subsets", "masking_predictions",
+                "comparison_rounds", "rounds")
     frames = ("curves", "outcomes", "racu", "racu_summary")
 
     # ---------------------------------------------------------------- the jobs
+    @staticmethod
+    def _job(settings, sp, run, method, draw, idx) -> Job:
+        name = method if method != "rand" else f"rand (baseline draw {draw + 1})"
+        key = (test_key(sp), np.asarray(idx).tolist(), method, settings.grid.tolist(), baseline_seed(run[1], draw),
+               settings.segment, settings.measure_params.get(method, {}))
+        return Job(run, key, method=method, n_examples=len(idx), data={"draw": draw},
+                   label=f"{model_label(run[0])} seed {run[1]}: {name} ({len(idx)} examples)")
+
     def jobs(self, context) -> list:
+        """Round 0: every measure (and every ``rand`` draw) on its subset of the test texts."""
         settings, sp, subsets = context["settings"], context["splits"], context["subsets"]
         pairs = [("rand", d) for d in range(settings.n_baseline)] + [(m, 0) for m in settings.measures[1:]]
-        jobs = []
-        for run in settings.runs:
-            for method, draw in pairs:
-                _, idx = subsets[method]
-                name = method if method != "rand" else f"rand (baseline draw {draw + 1})"
-                key = (test_key(sp), idx.tolist(), method, settings.grid.tolist(), baseline_seed(run[1], draw),
-                       settings.segment, settings.measure_params.get(method, {}))
-                jobs.append(Job(run, key, method=method, n_examples=len(idx), data={"draw": draw},
-                                label=f"{model_label(run[0])} seed {run[1]}: {name} ({len(idx)} examples)"))
-        return jobs
+        return [self._job(settings, sp, run, method, draw, subsets[method][1]) for run in settings.runs
+                for method, draw in pairs]
+
+    def execute(self, context, runtime) -> dict:
+        """Round 0, then -- with a ``budget`` -- rounds adding texts to the costly measures while verdicts are open."""
+        from .._settings import is_costly
+
+        settings = context["settings"]
+        started = time.perf_counter()
+        blocks = {m: [idx] for m, (_, idx) in context["subsets"].items()}  # measure -> index blocks so far
+        with runtime.progress(self.name, len(self.jobs(context))) as bar:
+            results = runtime.run_jobs(self, self.jobs(context), context, bar)
+        rounds, history = [self._compare(context, results, blocks, 0)], []
+        costly = [m for m in settings.measures[1:] if is_costly(m) and blocks[m][0].size < len(context["gold"])]
+        reason = "no budget" if settings.budget is None else None
+        while reason is None:
+            reason, block = self._next_block(context, rounds[-1], results, blocks, costly, started)
+            if reason is not None:
+                break
+            jobs = [self._job(settings, context["splits"], run, m, 0, block) for run in settings.runs for m in costly]
+            with runtime.progress(f"{self.name} +{len(block)}", len(jobs)) as bar:
+                results.update(runtime.run_jobs(self, jobs, context, bar))
+            for m in costly:
+                blocks[m].append(block)
+            history.append({"round": len(rounds), "added_texts": int(len(block)), "measures": list(costly)})
+            rounds.append(self._compare(context, results, blocks, len(rounds)))
+        from .._comparisons import final_comparisons
+
+        info = {"budget": settings.budget, "rounds": len(rounds), "seconds": time.perf_counter() - started,
+                "stopped": reason, "added": history,
+                "texts": {m: int(sum(len(b) for b in blocks[m])) for m in settings.measures[1:]}}
+        return {**self.finish(context, results, blocks, final_comparisons(rounds)), "comparison_rounds": rounds,
+                "rounds": info}
+
+    def _compare(self, context, results, blocks, round_index):
+        from .._comparisons import measure_comparisons
+        from .._rules import spent_level
+
+        settings = context["settings"]
+        level = spent_level(settings.confidence_level, None if settings.budget is None else round_index)
+        return measure_comparisons(settings, context["gold"], context["score"], context["converged"],
+                                   self._predictions(context, results, blocks), level=level, round_index=round_index)
+
+    @staticmethod
+    def _next_block(context, last, results, blocks, costly, started):
+        """``(None, texts to add)``, or ``(why no round follows, None)``."""
+        settings = context["settings"]
+        open_pairs = last[(last["verdict"] == "inconclusive") & (last["first"].isin(costly)
+                                                                 | last["second"].isin(costly))]
+        if open_pairs.empty:
+            return "every comparison with a costly measure is decided", None
+        taken = set(np.concatenate(blocks[costly[0]]).tolist())
+        left = [i for i in context["subset_order"] if i not in taken]
+        if not left:
+            return "no test text left to add", None
+        block = np.sort(np.asarray(left[: settings.rules["budget"]["block"]], dtype=np.int64))
+        # seconds per added text, all runs and costly measures together (cached jobs: their first computation)
+        per_text = sum(payload["seconds"] for job, payload in results.items()
+                       if job.method in costly and job.data["draw"] == 0) / len(taken)
+        elapsed = time.perf_counter() - started
+        if elapsed + per_text * len(block) > settings.budget:
+            return (f"the budget ({settings.budget:g} s) would be exceeded ({elapsed:.0f} s spent, the next "
+                    f"{len(block)} texts would take about {per_text * len(block):.0f} s)"), None
+        return None, block
+
+    @staticmethod
+    def _predictions(context, results, blocks) -> dict:
+        """``(run, method) -> (indices, predictions (n_ratios, n))`` of every measure, blocks joined in order."""
+        by_key = {}
+        for job, payload in results.items():
+            if job.data["draw"] == 0 and job.method != "rand":
+                by_key[(job.run, job.method, tuple(job.key[1]))] = payload["pred"]
+        out = {}
+        for run in context["settings"].runs:
+            for method in context["settings"].measures[1:]:
+                parts = [by_key[(run, method, tuple(np.asarray(b).tolist()))] for b in blocks[method]]
+                out[(run, method)] = (np.concatenate(blocks[method]), np.concatenate(parts, axis=1))
+        return out
 
     def compute(self, clf, job, context) -> dict:
         """``pred``, ``gold_proba`` and ``masked_fraction``, each of shape ``(n_ratios, n_examples)``."""
@@ -80,12 +159,33 @@ class FaithfulnessStage(Stage):
         return {"pred": np.stack(preds), "gold_proba": np.stack(probas), "masked_fraction": np.stack(fractions)}
 
     # ---------------------------------------------------------------- the frames
-    def finish(self, context, results) -> dict:
-        payloads = {(job.run, job.method, job.data["draw"]): payload for job, payload in results.items()}
+    def finish(self, context, results, blocks=None, comparisons=None) -> dict:
+        blocks = blocks or {m: [idx] for m, (_, idx) in context["subsets"].items()}
+        payloads = self._joined(context, results, blocks)
+        subsets = {m: (context["subsets"][m][0] if len(blocks[m]) == 1 else f"random {sum(map(len, blocks[m]))}",
+                       np.concatenate(blocks[m])) for m in blocks}
+        context = {**dict(context), "subsets": subsets}  # the frames describe the texts finally measured
         curves, outcome_frame = self._curve_frames(context, payloads)
         racu = self._racu_frame(context, payloads)
         return {"curves": curves, "outcomes": outcome_frame, "racu": racu,
-                "racu_summary": self._racu_summary(context, payloads, racu)}
+                "racu_summary": self._racu_summary(context, payloads, racu, comparisons), "measured_subsets": subsets,
+                "masking_predictions": self._predictions(context, results, blocks)}
+
+    @staticmethod
+    def _joined(context, results, blocks) -> dict:
+        """``(run, method, draw) -> payload`` with the blocks of a measure joined along the texts."""
+        parts = {}
+        for job, payload in results.items():
+            parts[(job.run, job.method, job.data["draw"], tuple(job.key[1]))] = payload
+        out = {}
+        for (run, method, draw, _), _payload in parts.items():
+            if (run, method, draw) in out:
+                continue
+            pieces = [parts[(run, method, draw, tuple(np.asarray(b).tolist()))] for b in blocks[method]]
+            out[(run, method, draw)] = pieces[0] if len(pieces) == 1 else {
+                key: np.concatenate([p[key] for p in pieces], axis=1) for key in ("pred", "gold_proba",
+                                                                                  "masked_fraction")}
+        return out
 
     @staticmethod
     def _baseline(context, payloads, run):
@@ -151,10 +251,10 @@ class FaithfulnessStage(Stage):
                 areas = self._areas(context, pred, rand_pred[None][..., idx], gold[idx])
                 rows.append({"model": model_label(run[0]), "max_masking_ratio": run[0], "seed": run[1],
                              "converged": converged[run], "method": method, "signed": get_measure(method).signed,
-                             "subset": name, "n_examples": len(idx), **_area_columns(areas)})
+                             "subset": name, "n_examples": len(idx), **_area_columns(areas, settings.rules)})
         return pd.DataFrame(rows, columns=RACU_COLUMNS)
 
-    def _racu_summary(self, context, payloads, racu: pd.DataFrame) -> pd.DataFrame:
+    def _racu_summary(self, context, payloads, racu: pd.DataFrame, comparisons=None) -> pd.DataFrame:
         from ..._bootstrap import seed_ci
         from ...importance import get_measure
 
@@ -169,7 +269,7 @@ class FaithfulnessStage(Stage):
                 if seeds:
                     pred = np.stack([payloads[((ratio, s), method, 0)]["pred"] for s in seeds])
                     base = np.stack([self._baseline(context, payloads, (ratio, s))[0][..., idx] for s in seeds])
-                    row.update(_area_columns(self._areas(context, pred, base, gold[idx])))
+                    row.update(_area_columns(self._areas(context, pred, base, gold[idx]), settings.rules))
                     for kind in ("racu", "acu"):
                         per_seed = racu[(racu["max_masking_ratio"] == ratio) & (racu["method"] == method)
                                         & racu["seed"].isin(seeds)][kind]
@@ -178,12 +278,13 @@ class FaithfulnessStage(Stage):
                 rows.append(row)
         frame = pd.DataFrame(rows).reindex(columns=_SUMMARY_COLUMNS)
         frame.insert(3, "signed", [get_measure(m).signed for m in frame["method"]])
-        frame["reliable"] = frame["reliable"].fillna(False).astype(bool)
-        frame["most_faithful"] = most_faithful_rows(frame)
+        for column in ("reliable", "racu_stable", "acu_stable"):
+            frame[column] = frame[column].fillna(False).astype(bool)
+        frame["most_faithful"] = most_faithful_rows(frame, comparisons)
         return frame
 
 
-def _area_columns(areas: dict) -> dict:
+def _area_columns(areas: dict, rules) -> dict:
     row = {}
     for kind, (point, low, high) in areas.items():
         row.update({kind: point, f"{kind}_low": low, f"{kind}_high": high})
@@ -192,6 +293,11 @@ def _area_columns(areas: dict) -> dict:
     # CI at least half the estimate.  Elsewhere RACU is unstable and ACU is the number to read.
     area, area_low, _ = areas["baseline_area"]
     row["reliable"] = bool(np.isfinite(area_low) and area > 0 and area_low >= RELIABLE_AREA_SHARE * area)
+    # stable: the CI over texts is no wider than the rules allow (an unbounded one never is)
+    for kind in ("racu", "acu"):
+        _, low, high = areas[kind]
+        width = rules["stability"][f"{kind}_max_ci_width"]
+        row[f"{kind}_stable"] = bool(np.isfinite(low) and np.isfinite(high) and high - low <= width)
     return row
 
 
@@ -205,3 +311,4 @@ def _outcome_frame(base, method, draw, grid, idx, payload, gold, classes) -> pd.
         "correct": (payload["pred"] == gold[None, :]).ravel(),
         "gold_proba": payload["gold_proba"].ravel(),
     })
+

@@ -5,31 +5,37 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..._formatting import interval
 from ..._labels import label_indices
 from ..._random import generator
 from ...metrics import vectorized_metric
+from .._baselines import blind_predictions
 from .._names import model_label
 from .._pipeline import Job, Stage
-from .._stats import example_ci
+from .._stats import example_ci, paired_difference
 from ._common import outcomes, test_key
 
-__all__ = ["PerformanceStage", "choose_subsets"]
+__all__ = ["PerformanceStage", "choose_subsets", "subset_order"]
 
 
-def choose_subsets(settings, lengths: np.ndarray, n: int) -> dict:
+def subset_order(settings, n: int) -> np.ndarray:
+    """The one permutation of the test texts that every subset is a prefix of (seeded by ``random_state``)."""
+    return generator(settings.random_state, 1).permutation(n)
+
+
+def choose_subsets(settings, n: int) -> dict:
     """Test examples of each measure: ``name -> (subset name, indices)``.
 
-    All of them, a random subset (the same, nested, for every measure: one permutation seeded by
-    ``random_state``), or for beam search the shortest texts (its cost grows like ``K n^2 / 2``).
+    All of them, or a random subset: the first ``k`` of :func:`subset_order`, so the subsets are
+    nested and any two measures share the smaller one (the costly measures, with ``costly_examples``,
+    share one).
     """
-    order = generator(settings.random_state, 1).permutation(n)
+    order = subset_order(settings, n)
     subsets = {}
     for method in settings.measures:
         cap = settings.max_examples.get(method)
         if cap is None or cap >= n:
             subsets[method] = ("all", np.arange(n))
-        elif method.startswith("beam-"):
-            subsets[method] = (f"shortest {cap}", np.sort(np.argsort(lengths, kind="stable")[:cap]))
         else:
             subsets[method] = (f"random {cap}", np.sort(order[:cap]))
     return subsets
@@ -45,7 +51,8 @@ class PerformanceStage(Stage):
 
     name = "performance"
     requires = ("settings", "splits", "models", "fit_keys", "fit_info")
-    provides = ("gold", "classes", "lengths", "truncated", "score", "subsets", "converged", "performance")
+    provides = ("gold", "classes", "lengths", "truncated", "score", "subsets", "subset_order", "converged",
+                "test_predictions", "blind", "performance")
     frames = ("performance",)
 
     def jobs(self, context) -> list:
@@ -67,24 +74,51 @@ class PerformanceStage(Stage):
         first = payloads[settings.runs[0]]
         gold, classes, lengths = first["gold"], np.asarray(first["classes"]), first["lengths"]
         score = vectorized_metric(settings.metric, classes)
-        frame = self._frame(settings, payloads, gold, score, context["fit_info"])
+        blind_name, blind_labels = blind_predictions(context["splits"])
+        blind = label_indices(classes, blind_labels, "the blind baseline's predictions")
+        frame = self._frame(settings, payloads, gold, score, context["fit_info"], (blind_name, blind))
         converged = {(r, s): bool(c) for r, s, c in frame[["max_masking_ratio", "seed", "converged"]].itertuples(
             index=False)}
         return {"gold": gold, "classes": classes, "lengths": lengths, "truncated": first["truncated"],
-                "score": score, "subsets": choose_subsets(settings, lengths, len(gold)), "converged": converged,
-                "performance": frame}
+                "score": score, "subsets": choose_subsets(settings, len(gold)),
+                "subset_order": subset_order(settings, len(gold)), "converged": converged,
+                "test_predictions": {run: payloads[run]["pred"] for run in settings.runs},
+                "blind": {"name": blind_name, "pred": blind}, "performance": frame}
 
     @staticmethod
-    def _frame(settings, payloads, gold, score, fit_infos) -> pd.DataFrame:
-        rows, threshold = [], settings.convergence_threshold
+    def _convergence(settings, value, pred, gold, score, blind) -> dict:
+        """Whether a fit counts, and why: against a threshold, the input-blind baseline, or not at all."""
+        threshold, (name, blind_pred) = settings.convergence_threshold, blind
+        out = {"baseline": name, "baseline_value": float(score(blind_pred, gold))}
+        difference = paired_difference(score, pred[None], blind_pred[None], gold,
+                                       n_resamples=settings.rules["bootstrap"]["n_resamples"],
+                                       seed=settings.rules["bootstrap"]["seed"])
+        low, high = difference.interval(settings.confidence_level)
+        out.update(vs_baseline=difference.estimate, vs_baseline_low=low, vs_baseline_high=high)
+        if threshold is None:
+            return {**out, "converged": True, "reason": "every fit counts (convergence_threshold=None)"}
+        if not isinstance(threshold, str):
+            ok = value > threshold
+            return {**out, "converged": ok, "reason": f"{settings.metric.name} {value:.3f} "
+                                                      f"{'>' if ok else '<='} the threshold {threshold:g}"}
+        margin = settings.rules["convergence"]["margin"]
+        ok = bool(np.isfinite(low) and low > margin)
+        return {**out, "converged": ok, "reason": (
+            f"{settings.metric.name} {value:.3f} against the {name} baseline's {out['baseline_value']:.3f}: "
+            f"difference {difference.estimate:+.3f} {interval(low, high, 3, style='signed')}, "
+            f"{'above' if ok else 'not above'} {margin:g}")}
+
+    def _frame(self, settings, payloads, gold, score, fit_infos, blind) -> pd.DataFrame:
+        rows = []
         for run in settings.runs:
-            value, low, high = example_ci(score, payloads[run]["pred"][None], gold, kind="value",
+            pred = payloads[run]["pred"]
+            value, low, high = example_ci(score, pred[None], gold, kind="value",
                                           confidence_level=settings.confidence_level,
                                           n_resamples=settings.n_bootstrap)
             info = fit_infos[run]
             rows.append({"model": model_label(run[0]), "max_masking_ratio": run[0], "seed": run[1],
                          "metric": settings.metric.name, "value": value, "low": low, "high": high,
-                         "n_examples": len(gold), "converged": threshold is None or value > threshold,
+                         "n_examples": len(gold), **self._convergence(settings, value, pred, gold, score, blind),
                          "epochs": info.get("epochs"), "best_epoch": info.get("best_epoch"),
                          "fit_seconds": info.get("seconds")})
         return pd.DataFrame(rows)
