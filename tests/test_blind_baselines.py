@@ -78,7 +78,7 @@ def test_the_posterior_equals_brute_force_enumeration(generated):
 
 def test_the_posterior_is_calibrated_on_generated_data(generated):
     """What the posterior expects is what happens: its accuracy, and the probability it gives the truth."""
-    paragraphs, y, proba = generated
+    _, y, proba = generated
     correct = np.asarray(LOCATIONS)[proba.argmax(axis=1)] == y
     given = proba[np.arange(len(y)), [LOCATIONS.index(t) for t in y]]
     for observed, expected in ((correct, proba.max(axis=1)), (given, (proba ** 2).sum(axis=1))):
@@ -144,13 +144,13 @@ def test_majority_class_and_bad_inputs():
     assert majority_class(["b", "a", "b", "a", "c"], 3).tolist() == ["a", "a", "a"]   # ties: the smallest
     with pytest.raises(ValueError, match="y_train must be a non-empty 1-D"):
         majority_class([], 2)
-    with pytest.raises(ValueError, match="n_samples must be a non-negative int"):
+    with pytest.raises(ValueError, match="'n_samples' parameter of majority_class must be an int"):
         majority_class(["a"], 1.5)
     with pytest.raises(ValueError, match=r"paragraphs\[1\]: 'Mary took the apple.' is not a bAbI-1 move"):
         question_blind_proba(["Mary went to the garden.", "Mary took the apple."])
     with pytest.raises(TypeError, match="not a single str"):
         question_blind_proba("Mary went to the garden.")
-    with pytest.raises(TypeError, match="distractors must be a bool"):
+    with pytest.raises(TypeError, match="'distractors' parameter of question_blind_proba must be an instance of"):
         question_blind_proba(["Mary went to the garden."], distractors=1)
 
 
@@ -166,5 +166,5 @@ def test_blind_baseline_picks_the_rule_of_the_dataset():
     assert blind_baseline(["x"], ["a"], ["y"]).accuracy is None
     with pytest.raises(ValueError, match="y_test has 1 labels but X_test 2"):
         blind_baseline(["x"], ["a"], ["y", "z"], ["a"])
-    with pytest.raises(TypeError, match="dataset_name must be a str"):
+    with pytest.raises(TypeError, match="'dataset_name' parameter of blind_baseline must be an instance of 'str'"):
         blind_baseline(["x"], ["a"], ["y"], dataset_name=1)

@@ -10,7 +10,11 @@ from fmmlearn.explanation import explain
 from fmmlearn.faithfulness import supporting_fact_score
 from fmmlearn.study import STAGES, FaithfulnessStudy
 from fmmlearn.study._data import load_splits
-from fmmlearn.study.stages.supporting_facts import SUPPORTING_FACTS_COLUMNS, SupportingFactsStage, occurrences_in_test_split
+from fmmlearn.study.stages.supporting_facts import (
+    SUPPORTING_FACTS_COLUMNS,
+    SupportingFactsStage,
+    occurrences_in_test_split,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

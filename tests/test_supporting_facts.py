@@ -1,10 +1,14 @@
 """The supporting-fact test: exact on hand-made explanations, chance for models that ignore the question."""
 
+import itertools
 import re
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.babi_models import BagOfLocations, LatestLocations, QuestionReader, babi_classifier
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fmmlearn.datasets import answer_occurrences, make_babi
 from fmmlearn.explanation import explain
@@ -14,9 +18,6 @@ from fmmlearn.faithfulness import (
     supporting_fact_credits,
     supporting_fact_score,
 )
-
-from helpers.babi_models import BagOfLocations, LatestLocations, QuestionReader, babi_classifier
-
 
 # ---------------------------------------------------------------- the credit of one example, by hand
 
@@ -33,6 +34,17 @@ from helpers.babi_models import BagOfLocations, LatestLocations, QuestionReader,
 ])
 def test_occurrence_credit_by_hand(importances, supporting, expected):
     assert occurrence_credit(importances, supporting) == pytest.approx(expected)
+
+
+@given(st.lists(st.tuples(st.integers(-3, 3), st.booleans()), min_size=1, max_size=5).filter(
+    lambda pairs: any(flag for _, flag in pairs)))
+def test_a_ranking_blind_to_which_occurrence_supports_scores_chance_exactly(pairs):
+    """Averaged over every way of giving the scores to the occurrences, the credit is s / n (ties included)."""
+    values, flags = [float(v) for v, _ in pairs], [f for _, f in pairs]
+    credits = [occurrence_credit(order, flags)[0] for order in itertools.permutations(values)]
+    assert all(0.0 <= c <= 1.0 for c in credits)
+    assert np.mean(credits) == pytest.approx(sum(flags) / len(flags))
+    assert occurrence_credit(values, flags)[1] == sum(flags) / len(flags)
 
 
 def test_no_supporting_occurrence_or_a_missing_score_cannot_be_scored():
@@ -111,8 +123,12 @@ def test_bad_inputs_are_errors_naming_them():
         supporting_fact_score(hand_frame([0.2, 0.7]), SPANS, [[True]])
     with pytest.raises(ValueError, match="example 1 but answer_spans only 1"):
         supporting_fact_score(hand_frame([0.2, 0.7], example=1), SPANS, FLAGS)
-    with pytest.raises(ValueError, match="aggregate must be one of"):
+    with pytest.raises(ValueError, match="'aggregate' parameter of supporting_fact_score must be a str among"):
         supporting_fact_score(hand_frame([0.2, 0.7]), SPANS, FLAGS, aggregate="median")
+    with pytest.raises(ValueError, match="'n_resamples' parameter of supporting_fact_score must be an int"):
+        supporting_fact_score(hand_frame([0.2, 0.7]), SPANS, FLAGS, n_resamples=True)
+    with pytest.raises(ValueError, match="'tie_rtol' parameter of occurrence_credit must be a float"):
+        occurrence_credit([0.1], [True], tie_rtol=-1.0)
 
 
 # ---------------------------------------------------------------- models that ignore the question, and one that reads it

@@ -15,10 +15,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 from sklearn.dummy import DummyClassifier
+from sklearn.utils._param_validation import validate_params
 
+from .._validation import StrictInterval
 from .babi import BABI_LOCATIONS
 
 __all__ = ["BlindBaseline", "blind_baseline", "majority_class", "question_blind_predictions",
@@ -70,6 +73,7 @@ def _asked_person_posterior(moves, first_question: int) -> dict:
     return posterior
 
 
+@validate_params({"distractors": ["boolean"]}, prefer_skip_nested_validation=True)
 def question_blind_proba(paragraphs, *, distractors=False) -> np.ndarray:
     """Probability of each answer of generated bAbI-1 given the paragraph alone (no question).
 
@@ -106,8 +110,6 @@ def question_blind_proba(paragraphs, *, distractors=False) -> np.ndarray:
     >>> p[0, :4].round(2).tolist()   # garden, hallway, kitchen, office
     [0.5, 0.0, 0.0, 0.5]
     """
-    if not isinstance(distractors, (bool, np.bool_)):
-        raise TypeError(f"distractors must be a bool; got {distractors!r}.")
     if isinstance(paragraphs, str):
         raise TypeError("paragraphs must be a sequence of str, not a single str.")
     proba = np.zeros((len(paragraphs), len(BABI_LOCATIONS)))
@@ -119,6 +121,7 @@ def question_blind_proba(paragraphs, *, distractors=False) -> np.ndarray:
     return proba
 
 
+@validate_params({"distractors": ["boolean"]}, prefer_skip_nested_validation=True)
 def question_blind_predictions(paragraphs, *, distractors=False) -> np.ndarray:
     """The best question-ignoring answer of generated bAbI-1: the most probable one given the paragraph.
 
@@ -148,6 +151,8 @@ def question_blind_predictions(paragraphs, *, distractors=False) -> np.ndarray:
     return np.asarray(BABI_LOCATIONS)[proba.argmax(axis=1)]
 
 
+@validate_params({"n_samples": [StrictInterval(Integral, 0, None, closed="left")]},
+                 prefer_skip_nested_validation=True)
 def majority_class(y_train, n_samples: int) -> np.ndarray:
     """``n_samples`` predictions of the most frequent label of ``y_train`` (ties: the smallest label).
 
@@ -169,8 +174,6 @@ def majority_class(y_train, n_samples: int) -> np.ndarray:
     y_train = np.asarray(y_train)
     if y_train.ndim != 1 or len(y_train) == 0:
         raise ValueError(f"y_train must be a non-empty 1-D array of labels; got shape {y_train.shape}.")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 0:
-        raise ValueError(f"n_samples must be a non-negative int; got {n_samples!r}.")
     dummy = DummyClassifier(strategy="most_frequent").fit(np.zeros((len(y_train), 1)), y_train)
     return dummy.predict(np.zeros((n_samples, 1)))
 
@@ -198,6 +201,7 @@ class BlindBaseline:
 _QUESTION_BLIND = ("babi-1", "babi1")
 
 
+@validate_params({"dataset_name": [str, None], "distractors": ["boolean"]}, prefer_skip_nested_validation=True)
 def blind_baseline(X_train, y_train, X_test, y_test=None, dataset_name=None, *, distractors=False) -> BlindBaseline:
     """The best input-blind prediction of each test example of a dataset.
 
@@ -232,8 +236,6 @@ def blind_baseline(X_train, y_train, X_test, y_test=None, dataset_name=None, *, 
     >>> base.rule, 0.4 < base.accuracy < 0.6
     ('question-blind', True)
     """
-    if dataset_name is not None and not isinstance(dataset_name, str):
-        raise TypeError(f"dataset_name must be a str or None; got {type(dataset_name).__name__}.")
     if dataset_name is not None and dataset_name.strip().lower().replace("_", "-") in _QUESTION_BLIND:
         paragraphs = [x[0] if isinstance(x, (tuple, list)) else x for x in X_test]
         predictions, rule = question_blind_predictions(paragraphs, distractors=distractors), "question-blind"

@@ -14,12 +14,15 @@ test").
 
 from __future__ import annotations
 
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from .._bootstrap import mean_ci
+from .._validation import StrictInterval, positive_int
 
 __all__ = ["SUPPORTING_FACT_COLUMNS", "SupportingFactReport", "occurrence_credit", "summarize_credits",
            "supporting_fact_credits", "supporting_fact_score"]
@@ -27,6 +30,10 @@ __all__ = ["SUPPORTING_FACT_COLUMNS", "SupportingFactReport", "occurrence_credit
 #: Columns of :attr:`SupportingFactReport.per_example`, in order.
 SUPPORTING_FACT_COLUMNS = ("example", "n_occurrences", "n_supporting", "scored", "hit", "chance")
 _AGGREGATES = {"sum": np.sum, "max": np.max, "mean": np.mean}
+_TIES = {"tie_rtol": [Interval(Real, 0, None, closed="left")]}
+_SCORING = {**_TIES, "aggregate": [StrOptions(set(_AGGREGATES))]}
+_SUMMARY = {"confidence_level": [Interval(Real, 0, 1, closed="neither")], "n_resamples": [positive_int()],
+            "random_state": [StrictInterval(Integral, 0, None, closed="left")]}
 
 
 class SupportingFactReport(NamedTuple):
@@ -51,6 +58,7 @@ class SupportingFactReport(NamedTuple):
     summary: dict
 
 
+@validate_params(_TIES, prefer_skip_nested_validation=True)
 def occurrence_credit(importances, supporting, *, tie_rtol: float = 1e-5) -> tuple[float, float]:
     """``(hit, chance)`` of one example from the importances of the answer's occurrences.
 
@@ -103,6 +111,7 @@ def _check_explanation(explanation) -> pd.DataFrame:
     return pd.DataFrame(rows[needed])
 
 
+@validate_params(_SCORING, prefer_skip_nested_validation=True)
 def supporting_fact_credits(explanation, answer_spans, answer_supporting, *, aggregate: str = "sum",
                             tie_rtol: float = 1e-5) -> pd.DataFrame:
     """The per-example part of :func:`supporting_fact_score`: one row per example, :data:`SUPPORTING_FACT_COLUMNS`.
@@ -113,8 +122,6 @@ def supporting_fact_credits(explanation, answer_spans, answer_supporting, *, agg
     -------
     pandas.DataFrame
     """
-    if aggregate not in _AGGREGATES:
-        raise ValueError(f"aggregate must be one of {sorted(_AGGREGATES)}; got {aggregate!r}.")
     rows = _check_explanation(explanation)
     if len(answer_spans) != len(answer_supporting) or any(
             len(s) != len(f) for s, f in zip(answer_spans, answer_supporting)):
@@ -133,6 +140,7 @@ def supporting_fact_credits(explanation, answer_spans, answer_supporting, *, agg
     return pd.DataFrame(records, columns=list(SUPPORTING_FACT_COLUMNS))
 
 
+@validate_params({**_SCORING, **_SUMMARY}, prefer_skip_nested_validation=True)
 def supporting_fact_score(explanation, answer_spans, answer_supporting, *, aggregate: str = "sum",
                           tie_rtol: float = 1e-5, confidence_level: float = 0.95, n_resamples: int = 9999,
                           random_state: int = 0) -> SupportingFactReport:
@@ -195,6 +203,7 @@ def _occurrence_importance(part, start: int, end: int, reduce) -> float:
     return float(reduce(part["importance"].to_numpy()[inside])) if inside.any() else float("nan")
 
 
+@validate_params(_SUMMARY, prefer_skip_nested_validation=True)
 def summarize_credits(per_example: pd.DataFrame, *, confidence_level: float = 0.95, n_resamples: int = 9999,
                       random_state: int = 0) -> dict:
     """The summary of :class:`SupportingFactReport` from its per-example frame (hit rate, chance, lift, CIs)."""
