@@ -191,6 +191,136 @@ def test_invalid_arguments_are_rejected(kwargs, error):
         make_babi(**{"task": 1, "n_samples": 5, **kwargs})
 
 
+# -- the default stories never change; distractor paragraphs (distractors=True) -----------------------------
+
+#: SHA-256 of make_babi's default output (frame, DESCR, keys) before distractors existed (commit 94d7cca):
+#: the lead's pinned studies and every seed's samples depend on it.
+DEFAULT_DIGESTS = {
+    1: "7db96173066190590461c0579f68853199043fb138263f551259cfe1f3b86ae9",
+    2: "65cfc0f229feb8073c3c070783ec69b43fd281b013652350717a041938068eb8",
+    3: "3b8ea46dc354fc973f07fd5882546232345edbe91e55cd76cac5100ddb928f9b",
+    "load_babi(1, 'test')": "cc00f0e20e98cdd92324dc90e80fa3388e313b118017c758b2f6e2b01a95da36",
+}
+
+
+def bunch_digest(bunch):
+    import hashlib
+    import json
+
+    text = bunch.frame.to_json(orient="split") + bunch.DESCR + json.dumps(sorted(bunch.keys()))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("which", list(DEFAULT_DIGESTS))
+def test_default_output_is_byte_for_byte_what_it_was(which):
+    from fmmlearn.datasets import load_babi
+
+    bunch = load_babi(1, "test") if isinstance(which, str) else make_babi(which, 2000, random_state=which)
+    assert bunch_digest(bunch) == DEFAULT_DIGESTS[which]
+    assert bunch_digest(make_babi(1, 300, random_state=5, distractors=False)) == bunch_digest(
+        make_babi(1, 300, random_state=5))
+
+
+@pytest.fixture(scope="module")
+def distracted():
+    return make_babi(1, n_samples=4000, distractors=True, random_state=21)
+
+
+def test_distractor_answers_and_supporting_facts_match_independent_simulation(distracted):
+    for (paragraph, question), answer, facts, spans in zip(distracted.data, distracted.target,
+                                                         distracted.supporting_facts, distracted.supporting_spans):
+        _, (expected_answer, expected_facts) = simulate(1, paragraph, question)
+        assert (answer, facts) == (expected_answer, expected_facts), (paragraph, question)
+        sentences = re.split(r"(?<=\.) ", paragraph)
+        assert [paragraph[s:e] for s, e in spans] == [sentences[j] for j in facts]
+
+
+def test_every_answer_is_named_twice_by_two_people_there_now(distracted):
+    """The supporting move and one distractor: another person's latest move, to the same place."""
+    for (paragraph, _), answer, facts, spans, flags in zip(distracted.data, distracted.target,
+                                                          distracted.supporting_facts, distracted.answer_spans,
+                                                          distracted.answer_supporting):
+        events = parse(paragraph)
+        naming = [i for i, (_, _, where) in enumerate(events) if where == answer]
+        assert len(naming) == 2 and facts[0] in naming
+        other = next(i for i in naming if i != facts[0])
+        person = events[other][1]
+        assert person != events[facts[0]][1] and where_person(events, person) == (answer, [other])
+        assert all(paragraph[s:e] == answer for s, e in spans) and len(spans) == 2
+        assert flags == [i == facts[0] for i in naming]
+        # all four people are present, two in each of two places
+        final = [where_person(events, p)[0] for p in {p for _, p, _ in events}]
+        assert len(final) == 4 and sorted(np.unique(final, return_counts=True)[1]) == [2, 2]
+
+
+def test_the_distractor_comes_before_or_after_the_supporting_fact_with_probability_one_half(distracted):
+    from scipy.stats import binomtest
+
+    supporting_first = [flags[0] for flags in distracted.answer_supporting]
+    assert binomtest(sum(supporting_first), len(supporting_first), 0.5).pvalue > 1e-3
+    # within each place of the story, too: the question does not pick the later (or earlier) mover
+    lengths = np.array([p.count(".") for p, _ in distracted.data])
+    for n in (4, 6, 8):
+        picked = np.asarray(supporting_first)[lengths == n]
+        assert binomtest(int(picked.sum()), len(picked), 0.5).pvalue > 1e-3
+
+
+def test_distractor_stories_grow_and_use_locations_once(distracted):
+    frame = distracted.frame
+    for _, story in frame.groupby("story"):
+        paragraphs = story["paragraph"].tolist()
+        assert [p.count(".") for p in paragraphs] == [4, 6, 8, 10, 12][:len(paragraphs)]
+        for shorter, longer in zip(paragraphs, paragraphs[1:]):
+            assert longer.startswith(shorter + " ")
+    assert list(frame.columns)[-2:] == ["answer_spans", "answer_supporting"]
+    assert "Distractor paragraphs" in distracted.DESCR
+    again = make_babi(1, n_samples=50, distractors=True, random_state=21)
+    assert again.data == distracted.data[:50] and again.answer_spans == distracted.answer_spans[:50]
+
+
+def test_answer_occurrences_finds_whole_words_and_flags_the_supporting_ones():
+    from fmmlearn.datasets import answer_occurrences
+
+    paragraph = "Mary went to the garden. John moved to the gardens. Sandra went back to the garden."
+    spans, flags = answer_occurrences([paragraph], ["garden"], [[(52, 83)]])
+    assert spans == [[(17, 23), (76, 82)]] and flags == [[False, True]]
+    assert answer_occurrences([paragraph], ["office"], [[(52, 83)]]) == ([[]], [[]])
+    with pytest.raises(ValueError, match="one entry per sample"):
+        answer_occurrences([paragraph], ["garden", "office"], [[]])
+    babi = make_babi(1, 300, random_state=4)   # the default stories: found from the text alone
+    spans, flags = answer_occurrences([p for p, _ in babi.data], babi.target, babi.supporting_spans)
+    for (paragraph, _), answer, where, supporting, (fact,) in zip(babi.data, babi.target, spans, flags,
+                                                                 babi.supporting_spans):
+        assert len(where) == paragraph.split().count(answer + ".") and sum(supporting) == 1
+        assert [fact[0] <= s and e <= fact[1] for s, e in where] == supporting
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"task": 2, "distractors": True}, ValueError, "task 1 only"),
+    ({"task": 3, "distractors": True}, ValueError, "task 1 only"),
+    ({"distractors": "yes"}, TypeError, "distractors must be a bool"),
+])
+def test_distractor_arguments_are_checked(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        make_babi(**{"task": 1, "n_samples": 5, **kwargs})
+
+
+def test_load_babi_with_distractors_carries_the_occurrences():
+    from fmmlearn.datasets import load_babi
+
+    dataset = load_babi(1, distractors=True)
+    assert [len(dataset[s].data) for s in ("train", "validation", "test")] == [8000, 2000, 1000]
+    for split in ("train", "test"):
+        bunch = dataset[split]
+        assert {"answer_spans", "answer_supporting"} <= set(bunch.frame.columns)
+        assert all(sum(flags) == 1 and len(flags) == 2 for flags in bunch.answer_supporting)
+    assert "answer_spans" not in load_babi(1, "test").frame.columns
+    with pytest.raises(ValueError, match="generated bAbI-1 only"):
+        load_babi(2, distractors=True)
+    with pytest.raises(ValueError, match="source='facebook'"):
+        load_babi(1, source="facebook", distractors=True)
+
+
 # -- Facebook's original bAbI (load_babi(source="facebook")) on local fixtures in its formats --------------
 
 

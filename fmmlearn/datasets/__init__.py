@@ -9,15 +9,25 @@
   :func:`load_babi`: bAbI 1-3, generated or Facebook's original en-10k data;
   :func:`paper_params`: the paper's fine-tuning settings per dataset.
 * :func:`train_test_split_bunch`: a stratified, seeded split of any of these Bunches.
+* :func:`answer_occurrences`: where a bAbI answer occurs in its paragraph, and which occurrences are
+  supporting; :func:`question_blind_predictions`, :func:`majority_class`, :func:`blind_baseline`:
+  the best predictions that ignore the question (bAbI-1) or the whole input.
 
 Every loader returns a :class:`sklearn.utils.Bunch` whose ``data`` goes straight
 into :class:`fmmlearn.FaithfulTextClassifier` (a list of str, or of
 ``(segment_a, segment_b)`` pairs) and whose ``target`` holds the label names.
 """
 
+from ._blind import (
+    BlindBaseline,
+    blind_baseline,
+    majority_class,
+    question_blind_predictions,
+    question_blind_proba,
+)
 from ._bundled import load_bbc_news, load_tweet_sentiment
 from ._common import train_test_split_bunch
-from .babi import BABI_LOCATIONS, make_babi
+from .babi import BABI_LOCATIONS, answer_occurrences, make_babi
 from .paper import (
     DatasetSpec,
     DatasetUnavailableError,
@@ -31,6 +41,6 @@ from .paper import (
     paper_primary_metric,
 )
 
-from . import _bundled, babi, paper  # their __all__ make ours
+from . import _blind, _bundled, babi, paper  # their __all__ make ours
 
-__all__ = sorted([*_bundled.__all__, "train_test_split_bunch", *babi.__all__, *paper.__all__])
+__all__ = sorted([*_blind.__all__, *_bundled.__all__, "train_test_split_bunch", *babi.__all__, *paper.__all__])

@@ -56,8 +56,9 @@ class _Source:
     """Reads source splits once each (hub, local files or generator) and cuts the paper's splits."""
 
     def __init__(self, spec, cache_dir, data_files, data_dir, columns, random_state, clean_text, load_kwargs,
-                 babi_source=None):
+                 babi_source=None, distractors=False):
         self.spec, self.cache_dir, self.load_kwargs, self.babi_source = spec, cache_dir, load_kwargs, babi_source
+        self.distractors = distractors
         self.data_files = _normalise_data_files(data_files)
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.columns, self.random_state, self.clean_text = dict(columns or {}), random_state, clean_text
@@ -88,7 +89,7 @@ class _Source:
             return _load_hub(spec, source_split, self.cache_dir, self.load_kwargs, hub_path=BABI_HUB_PATH,
                              hub_config=babi_hub_config(spec.babi_task), remedy=_BABI_REMEDY)
         if spec.source == "babi":
-            return _generate_babi(spec.babi_task, source_split, self.random_state), None
+            return _generate_babi(spec.babi_task, source_split, self.random_state, self.distractors), None
         if spec.source == "local":
             raise DatasetUnavailableError(
                 f"{spec.title} is not public: MIMIC-III needs credentialed PhysioNet access "
@@ -124,16 +125,15 @@ class _Source:
         return frame
 
 
-def _generate_babi(task, source_split, random_state):
+def _generate_babi(task, source_split, random_state, distractors=False):
     # independent streams for the two source splits, fixed by random_state
     train_seed, test_seed = np.random.SeedSequence(random_state).spawn(2)
-    if source_split == "train":
-        return make_babi(task, 10000, random_state=np.random.default_rng(train_seed)).frame.rename(
-            columns={LABEL: "answer"})
-    if source_split == "test":
-        return make_babi(task, 1000, random_state=np.random.default_rng(test_seed)).frame.rename(
-            columns={LABEL: "answer"})
-    raise ValueError(f"bAbI has no source split {source_split!r}.")
+    sizes = {"train": (10000, train_seed), "test": (1000, test_seed)}
+    if source_split not in sizes:
+        raise ValueError(f"bAbI has no source split {source_split!r}.")
+    n, seed = sizes[source_split]
+    babi = make_babi(task, n, distractors=distractors, random_state=np.random.default_rng(seed))
+    return babi.frame.rename(columns={LABEL: "answer"})
 
 
 def _label_names(values, names, spec, source_split):

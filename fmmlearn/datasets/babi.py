@@ -10,6 +10,7 @@ ground truth for checking explanations.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ import pandas as pd
 
 from ._common import LABEL, frame_to_bunch
 
-__all__ = ["BABI_LOCATIONS", "make_babi"]
+__all__ = ["BABI_LOCATIONS", "answer_occurrences", "make_babi"]
 
 #: Answer classes in the paper's order (docs/datasets.md).
 BABI_LOCATIONS = ("garden", "hallway", "kitchen", "office", "bedroom", "bathroom")
@@ -48,12 +49,24 @@ single spaces. Answers are one of {locations}. A story yields several questions
 sentences that determine the answer; ``supporting_spans``: their (start, end)
 character spans in the paragraph.
 
-{support}
+{support}{distractors}
 
 Modelled on J. Weston et al., "Towards AI-Complete Question Answering: A Set of
 Prerequisite Toy Tasks", 2015 (the original bAbI data is CC BY 3.0). The
 generated data is not subject to a licence.
 """
+
+_DISTRACTOR_NOTE = """
+
+Distractor paragraphs (distractors=True): the four people form two couples;
+each couple moves together, its two sentences in random order, to a location
+the story has not named before. At every question the answer location is named
+by exactly two sentences, the asked person's move (the supporting fact) and
+their partner's (the distractor), the distractor before or after it with
+probability 1/2: without the question nothing tells the two apart.
+``answer_spans``: per sample, the (start, end) character spans of every
+occurrence of the answer in the paragraph; ``answer_supporting``: whether each
+lies in a supporting fact."""
 
 _SUPPORT_NOTES = {
     1: "Task 1: the person's latest move.",
@@ -179,28 +192,123 @@ def _questions(task, world):
     return found
 
 
+class _Paragraph:
+    """The story's sentences so far, joined by single spaces, with each sentence's character span."""
+
+    def __init__(self):
+        self.text, self.starts, self.lengths = "", [], []
+
+    def add(self, sentence: str) -> None:
+        self.starts.append(len(self.text) + (1 if self.text else 0))
+        self.lengths.append(len(sentence))
+        self.text = f"{self.text} {sentence}" if self.text else sentence
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def spans(self, facts) -> list:
+        return [(self.starts[j], self.starts[j] + self.lengths[j]) for j in facts]
+
+
+def _ask(task, world, draws, asked):
+    """Draw a question about the world now (one not asked yet in this story if any): (question, answer, facts)."""
+    candidates = _questions(task, world)
+    fresh = [c for c in candidates if c[0] not in asked] or candidates
+    if not fresh:
+        return None
+    question, answer, facts = draws.choice(fresh)
+    asked.add(question)
+    return question, answer, facts
+
+
 def _story(task, plan, draws, story_id, limit):
     """Generate one story; return up to ``limit`` samples (paragraph, question, answer, facts, spans, story)."""
-    world, starts, lengths, samples, asked = _World(), [], [], [], set()
-    paragraph, since, gap = "", 0, draws.between(*plan.gap)
+    world, paragraph, samples, asked = _World(), _Paragraph(), [], set()
+    since, gap = 0, draws.between(*plan.gap)
     max_sentences = plan.questions * plan.gap[1] * 3  # guarantees termination
-    while len(samples) < min(plan.questions, limit) and len(starts) < max_sentences:
-        sentence = _statement(world, len(starts), draws, plan)
-        starts.append(len(paragraph) + (1 if paragraph else 0))
-        lengths.append(len(sentence))
-        paragraph = f"{paragraph} {sentence}" if paragraph else sentence
+    while len(samples) < min(plan.questions, limit) and len(paragraph) < max_sentences:
+        paragraph.add(_statement(world, len(paragraph), draws, plan))
         since += 1
         if since < gap:
             continue
-        candidates = _questions(task, world)
-        fresh = [c for c in candidates if c[0] not in asked] or candidates
-        if fresh:
-            question, answer, facts = draws.choice(fresh)
-            asked.add(question)
-            spans = [(starts[j], starts[j] + lengths[j]) for j in facts]
-            samples.append((paragraph, question, answer, facts, spans, story_id))
+        drawn = _ask(task, world, draws, asked)
+        if drawn:
+            question, answer, facts = drawn
+            samples.append((paragraph.text, question, answer, facts, paragraph.spans(facts), story_id))
             since, gap = 0, draws.between(*plan.gap)
     return samples
+
+
+def _paired_story(draws, story_id, limit):
+    """One task-1 story with distractors: two couples, each moving together to a location new to the story.
+
+    The four people are split into two couples at random; a *pair move* is two sentences, the couple's
+    two members moving to the same location, in random order (a fair coin), the location drawn among
+    those the story has not named yet.  Both couples move first, then a random couple per pair move;
+    a question follows every pair move from the second on (asked as in the other stories), so at each
+    question all four people are in two places, two in each, each place named by exactly the two
+    sentences that brought its couple there.
+    """
+    world, paragraph, samples, asked = _World(), _Paragraph(), [], set()
+    first = _PEOPLE[0]
+    partner = draws.choice(_PEOPLE[1:])
+    couples = ((first, partner), tuple(p for p in _PEOPLE[1:] if p != partner))
+    order = couples if draws.uniform() < 0.5 else couples[::-1]
+    unnamed = list(BABI_LOCATIONS)
+    for move in range(len(BABI_LOCATIONS)):
+        couple = order[move] if move < 2 else draws.choice(couples)
+        location = draws.choice(unnamed)
+        unnamed.remove(location)
+        for person in (couple if draws.uniform() < 0.5 else couple[::-1]):
+            world.move(len(paragraph), person, location)
+            paragraph.add(draws.choice(_MOVES).format(person, location))
+        if move >= 1 and len(samples) < limit:
+            question, answer, facts = _ask(1, world, draws, asked)
+            samples.append((paragraph.text, question, answer, facts, paragraph.spans(facts), story_id))
+            if len(samples) == limit:
+                break
+    return samples
+
+
+def answer_occurrences(paragraphs, answers, supporting_spans):
+    """Where each answer word occurs in its paragraph, and which occurrences lie in a supporting fact.
+
+    Works on any bAbI data (generated, with or without distractors, or Facebook's): occurrences are
+    the whole-word matches of the answer in the paragraph.
+
+    Parameters
+    ----------
+    paragraphs : sequence of str
+        Segment A of each sample.
+    answers : sequence of str
+        The answer of each sample (a location).
+    supporting_spans : sequence of sequences of (int, int)
+        The character spans of each sample's supporting sentences (``supporting_spans`` of
+        :func:`make_babi` and :func:`~fmmlearn.datasets.load_babi`).
+
+    Returns
+    -------
+    answer_spans : list of list of (int, int)
+        Per sample, the ``(start, end)`` character span of every occurrence of the answer, in order.
+    answer_supporting : list of list of bool
+        Per sample and occurrence, whether it lies inside a supporting span.
+
+    Examples
+    --------
+    >>> spans, supporting = answer_occurrences(
+    ...     ["John went to the garden. Mary moved to the garden."], ["garden"], [[(25, 50)]])
+    >>> spans, supporting
+    ([[(17, 23), (42, 48)]], [[False, True]])
+    """
+    if not len(paragraphs) == len(answers) == len(supporting_spans):
+        raise ValueError(f"paragraphs, answers and supporting_spans must have one entry per sample; got "
+                         f"{len(paragraphs)}, {len(answers)} and {len(supporting_spans)}.")
+    all_spans, all_flags = [], []
+    for paragraph, answer, support in zip(paragraphs, answers, supporting_spans):
+        spans = [m.span() for m in re.finditer(rf"\b{re.escape(str(answer))}\b", paragraph)]
+        all_spans.append(spans)
+        all_flags.append([any(s <= start and end <= e for s, e in support) for start, end in spans])
+    return all_spans, all_flags
 
 
 def _as_generator(random_state) -> np.random.Generator:
@@ -211,7 +319,7 @@ def _as_generator(random_state) -> np.random.Generator:
     raise TypeError(f"random_state must be None, an int or a NumPy Generator; got {type(random_state).__name__}.")
 
 
-def make_babi(task=1, n_samples=1000, *, random_state=None, as_frame=False):
+def make_babi(task=1, n_samples=1000, *, distractors=False, random_state=None, as_frame=False):
     """Generate bAbI-style question-answering pairs (tasks 1, 2 and 3 of the paper).
 
     Four people (Mary, John, Daniel, Sandra) move between six locations; in
@@ -230,6 +338,19 @@ def make_babi(task=1, n_samples=1000, *, random_state=None, as_frame=False):
     n_samples : int, default=1000
         Number of (paragraph, question) samples; stories yield up to five each,
         so consecutive samples share story prefixes (see ``story``).
+    distractors : bool, default=False
+        Task 1 only.  If True, every answer location is also named by a
+        sentence that is not a supporting fact, as likely before it as after
+        it, and nothing but the question tells the two apart: the four people
+        form two couples, each couple moves together (its two sentences in
+        random order) to a location the story has not named yet, and a
+        question follows every such pair move from the second on (paragraphs
+        of 4 to 12 sentences).  At every question each location in play is
+        named by exactly two sentences, so a model that ignores the question
+        can at best guess which couple is meant (accuracy 1/2, see
+        :func:`~fmmlearn.datasets.question_blind_predictions`) and which of
+        the two sentences supports the answer (1/2).  Adds ``answer_spans``
+        and ``answer_supporting``.  The default stories are unchanged.
     random_state : int, numpy.random.Generator or None, default=None
         Seed; the same seed gives the same samples.
     as_frame : bool, default=False
@@ -249,13 +370,21 @@ def make_babi(task=1, n_samples=1000, *, random_state=None, as_frame=False):
         * ``supporting_spans``: per sample, their ``(start, end)`` character
           spans in the paragraph;
         * ``story``: per sample, the id of its story;
+        * with ``distractors=True`` only, ``answer_spans``: per sample, the
+          ``(start, end)`` character spans of every occurrence of the answer
+          in the paragraph, and ``answer_supporting``: per occurrence,
+          whether it lies in a supporting fact (see
+          :func:`answer_occurrences`);
         * ``feature_names`` (``["paragraph", "question"]``), ``frame`` (all of
           the above as columns, with ``label``) and ``DESCR``.
 
     Raises
     ------
     ValueError
-        If ``task`` is not 1, 2 or 3, or ``n_samples`` is not positive.
+        If ``task`` is not 1, 2 or 3, ``n_samples`` is not positive, or
+        ``distractors=True`` with task 2 or 3.
+    TypeError
+        If ``distractors`` is not a bool or ``random_state`` not a seed.
 
     Examples
     --------
@@ -267,23 +396,37 @@ def make_babi(task=1, n_samples=1000, *, random_state=None, as_frame=False):
     >>> start, end = babi.supporting_spans[0][0]
     >>> paragraph[start:end].endswith(babi.target[0] + ".")
     True
+    >>> hard = make_babi(1, n_samples=3, distractors=True, random_state=0)
+    >>> hard.answer_supporting[0] in ([True, False], [False, True])
+    True
     """
     if isinstance(task, bool) or not isinstance(task, (int, np.integer)) or task not in _PLANS:
         raise ValueError(f"task must be 1, 2 or 3; got {task!r}.")
     if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive int; got {n_samples!r}.")
+    if not isinstance(distractors, (bool, np.bool_)):
+        raise TypeError(f"distractors must be a bool; got {distractors!r}.")
+    if distractors and task != 1:
+        raise ValueError(f"distractors=True is implemented for task 1 only; got task={task}. In tasks 2 and 3 "
+                         "a mover who carries nothing is told apart from a supporting move without the question.")
     plan, draws, rows = _PLANS[task], _Draws(_as_generator(random_state)), []
     while len(rows) < n_samples:
-        rows.extend(_story(task, plan, draws, story_id=rows[-1][-1] + 1 if rows else 0, limit=n_samples - len(rows)))
+        story_id, limit = rows[-1][-1] + 1 if rows else 0, n_samples - len(rows)
+        rows.extend(_paired_story(draws, story_id, limit) if distractors else
+                    _story(task, plan, draws, story_id=story_id, limit=limit))
     frame = pd.DataFrame(
         rows, columns=["paragraph", "question", LABEL, "supporting_facts", "supporting_spans", "story"]
     )
+    if distractors:
+        frame["answer_spans"], frame["answer_supporting"] = answer_occurrences(
+            frame["paragraph"].tolist(), frame[LABEL].tolist(), frame["supporting_spans"].tolist())
     descr = _DESCR.format(
         task=task,
         title=plan.title,
         objects="" if task == 1 else ", picking up and putting down three objects",
         locations=", ".join(BABI_LOCATIONS),
         support=_SUPPORT_NOTES[task],
+        distractors=_DISTRACTOR_NOTE if distractors else "",
     )
     descr = "\n\n".join(textwrap.fill(paragraph, width=79) for paragraph in descr.split("\n\n"))
     return frame_to_bunch(

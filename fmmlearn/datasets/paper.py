@@ -135,7 +135,8 @@ def _babi(task, majority):
     return DatasetSpec(f"babi-{task}", f"bAbI-{task}", "paragraph", "question", BABI_LOCATIONS, "micro_f1",
                        ("accuracy",), 20, majority, (8000, 2000, 1000), source="babi", label_field="answer",
                        test_split="test", babi_task=task,
-                       extra_fields=("supporting_facts", "supporting_spans", "story"))
+                       extra_fields=("supporting_facts", "supporting_spans", "story", "answer_spans",
+                                     "answer_supporting"))
 
 
 def _mimic(letter, title, majority, sizes):
@@ -368,6 +369,7 @@ def load_paper_dataset(
     random_state=0,
     clean_text=True,
     source=None,
+    distractors=False,
     **load_kwargs,
 ):
     """Load one of the paper's datasets with the paper's splits.
@@ -420,6 +422,10 @@ def load_paper_dataset(
         without local files) uses :func:`make_babi`; ``"facebook"`` Facebook's
         original en-10k data, from the hub (``facebook/babi_qa``), its cache,
         or local files (the original ``.txt`` files or the hub's layout).
+    distractors : bool, default=False
+        Generated bAbI-1 only: ``make_babi(1, distractors=True)`` stories, where every answer
+        location is also named by a sentence that is not a supporting fact (see :func:`make_babi`;
+        adds ``answer_spans`` and ``answer_supporting``).
     **load_kwargs
         Passed on to :func:`datasets.load_dataset` (e.g. ``revision=``).
 
@@ -454,15 +460,16 @@ def load_paper_dataset(
     if data_files is not None and data_dir is not None:
         raise ValueError("pass data_files or data_dir, not both.")
     babi_source = _check_babi_source(spec, source, local_files=data_files is not None or data_dir is not None)
+    _check_distractors(spec, distractors, babi_source)
     wanted = SPLITS if split is None else (split,)
     source = _Source(spec, cache_dir, data_files, data_dir, columns, random_state, clean_text, load_kwargs,
-                     babi_source)
+                     babi_source, distractors=bool(distractors))
     bunches = {s: _split_bunch(spec, s, source.paper_split(s), as_frame, babi_source) for s in wanted}
     return bunches[split] if split is not None else PaperDataset(spec, **bunches)
 
 
 def load_babi(task=1, split=None, *, source=None, cache_dir=None, data_files=None, data_dir=None,
-              as_frame=False, random_state=0, **load_kwargs):
+              as_frame=False, random_state=0, distractors=False, **load_kwargs):
     """bAbI task 1, 2 or 3 with the paper's splits: generated offline, or Facebook's original en-10k data.
 
     Both sources give the same examples: one per question, segment A = the
@@ -493,6 +500,10 @@ def load_babi(task=1, split=None, *, source=None, cache_dir=None, data_files=Non
         See :func:`load_paper_dataset`.
     random_state : int, default=0
         Seed of the generator (``source="generated"`` only).
+    distractors : bool, default=False
+        Task 1, ``source="generated"`` only: stories where every answer location is also named by a
+        sentence that is not a supporting fact, and only the question tells them apart
+        (:func:`make_babi`); the splits then carry ``answer_spans`` and ``answer_supporting``.
 
     Returns
     -------
@@ -516,7 +527,8 @@ def load_babi(task=1, split=None, *, source=None, cache_dir=None, data_files=Non
     if isinstance(task, bool) or task not in (1, 2, 3):
         raise ValueError(f"task must be 1, 2 or 3; got {task!r}.")
     return load_paper_dataset(f"babi-{task}", split, source=source, cache_dir=cache_dir, data_files=data_files,
-                              data_dir=data_dir, as_frame=as_frame, random_state=random_state, **load_kwargs)
+                              data_dir=data_dir, as_frame=as_frame, random_state=random_state,
+                              distractors=distractors, **load_kwargs)
 
 
 def _check_babi_source(spec, source, local_files):
@@ -533,6 +545,15 @@ def _check_babi_source(spec, source, local_files):
         raise ValueError("source='generated' ignores data_files/data_dir; pass source='facebook' (or None) "
                          "to read local bAbI files.")
     return source
+
+
+def _check_distractors(spec, distractors, babi_source):
+    """``distractors=True`` needs the generator's bAbI-1."""
+    if not isinstance(distractors, bool):
+        raise TypeError(f"distractors must be a bool; got {distractors!r}.")
+    if distractors and (babi_source != "generated" or spec.babi_task != 1):
+        where = spec.title if babi_source != "facebook" else f"{spec.title} from source='facebook'"
+        raise ValueError(f"distractors=True applies to generated bAbI-1 only (make_babi); got {where}.")
 
 
 def _split_bunch(spec, split, frame, as_frame, babi_source=None):

@@ -25,7 +25,10 @@ One concept per module, from the bottom:
 * ``_erasure`` -- :func:`erasure_metrics`: comprehensiveness, sufficiency and
   AOPC (ERASER, ferret) with a MaSF validity flag (``docs/erasure.md``);
   ``_token_lists`` aligns ferret-style token lists to the tokenization;
-* ``_erasure_scorer`` -- :func:`make_erasure_scorer` for ``GridSearchCV``.
+* ``_erasure_scorer`` -- :func:`make_erasure_scorer` for ``GridSearchCV``;
+* ``_supporting`` -- :func:`supporting_fact_score`: does an explanation rank the
+  supporting occurrence of a bAbI answer above its other occurrences (numpy and
+  pandas only).
 
 Only the classifier interface of :class:`fmmlearn._protocols.FittedClassifier`
 is used.  Names are imported on first use, so ``from fmmlearn.faithfulness
@@ -36,6 +39,14 @@ from .._lazy import attach
 from .._validation import DEFAULT_RATIOS, check_ratios
 from ..exceptions import FaithfulnessWarning
 from ._area import acu, area_statistics, racu
+from ._supporting import (
+    SUPPORTING_FACT_COLUMNS,
+    SupportingFactReport,
+    occurrence_credit,
+    summarize_credits,
+    supporting_fact_credits,
+    supporting_fact_score,
+)
 
 # public name -> submodule that defines it (loaded on first access: these need torch)
 _LAZY = {
@@ -64,7 +75,9 @@ _LAZY = {
     "make_erasure_scorer": "._erasure_scorer",
 }
 
-__all__ = sorted(["DEFAULT_RATIOS", "FaithfulnessWarning", "acu", "area_statistics", "check_ratios", "racu", *_LAZY])
+__all__ = sorted(["DEFAULT_RATIOS", "FaithfulnessWarning", "SUPPORTING_FACT_COLUMNS", "SupportingFactReport", "acu",
+                  "area_statistics", "check_ratios", "occurrence_credit", "racu", "summarize_credits",
+                  "supporting_fact_credits", "supporting_fact_score", *_LAZY])
 
 
 __getattr__, __dir__ = attach(__name__, _LAZY, globals())

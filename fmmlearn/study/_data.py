@@ -38,6 +38,9 @@ class Splits:
     y_test: np.ndarray
     name: str
     primary_metric: str | None = None
+    #: Per-example fields of the test split beyond texts and labels (bAbI: ``supporting_spans``,
+    #: ``answer_spans``, ...), each a list aligned with ``X_test``; None when the data has none.
+    test_info: dict | None = None
 
     def sizes(self) -> dict:
         """Number of examples per split."""
@@ -68,23 +71,33 @@ def _as_list(X) -> list:
     return [tuple(x) if isinstance(x, (list, tuple)) else x for x in X]
 
 
-def _stratified(X: list, y: np.ndarray, size, name: str, seed: int):
-    """``(rest, part)`` of a stratified split; ``size`` is a count or a share of ``X``."""
+def _stratified_indices(y: np.ndarray, size, name: str, seed: int):
+    """Sorted row indices ``(rest, part)`` of a stratified split; ``size`` is a count or a share."""
     try:
         idx_rest, idx_part = train_test_split(np.arange(len(y)), test_size=size, stratify=y, random_state=seed)
     except ValueError as exc:
         raise ValueError(f"cannot split {len(y)} examples into a stratified {name} part of size {size!r}: "
                          f"{exc}") from exc
+    return np.sort(idx_rest), np.sort(idx_part)
+
+
+def _stratified(X: list, y: np.ndarray, size, name: str, seed: int):
+    """``(rest, part)`` of a stratified split; ``size`` is a count or a share of ``X``."""
     take = lambda idx: ([X[i] for i in idx], y[idx])  # noqa: E731
-    return take(np.sort(idx_rest)), take(np.sort(idx_part))
+    return tuple(take(idx) for idx in _stratified_indices(y, size, name, seed))
+
+
+def _subsample_indices(y: np.ndarray, n, name: str, seed: int) -> np.ndarray:
+    if n is None or n == len(y):
+        return np.arange(len(y))
+    if n > len(y):
+        raise ValueError(f"{name}={n} is more than the {len(y)} examples available.")
+    return _stratified_indices(y, n, name, seed)[1]
 
 
 def _subsample(X: list, y: np.ndarray, n, name: str, seed: int):
-    if n is None or n == len(y):
-        return X, y
-    if n > len(y):
-        raise ValueError(f"{name}={n} is more than the {len(y)} examples available.")
-    return _stratified(X, y, n, name, seed)[1]
+    idx = _subsample_indices(y, n, name, seed)
+    return (X, y) if len(idx) == len(y) else ([X[i] for i in idx], y[idx])
 
 
 def split_texts(X, y, *, n_train=None, n_valid=None, n_test=None, random_state=0, name="data") -> Splits:
@@ -124,8 +137,23 @@ def _paper_splits(name, n_train, n_valid, n_test, seed) -> Splits:
     parts = []
     for split, n, arg in ((data.train, n_train, "n_train"), (data.validation, n_valid, "n_valid"),
                           (data.test, n_test, "n_test")):
-        parts += _subsample(_as_list(split.data), np.asarray(split.target), n, arg, seed)
-    return Splits(*parts, name=data.name, primary_metric=data.primary_metric)
+        X, y = _as_list(split.data), np.asarray(split.target)
+        idx = _subsample_indices(y, n, arg, seed)
+        parts += [[X[i] for i in idx], y[idx]]
+    return Splits(*parts, name=data.name, primary_metric=data.primary_metric, test_info=_per_example(data.test, idx))
+
+
+#: Keys of a dataset Bunch that are not per-example fields.
+_BUNCH_KEYS = {"data", "target", "target_names", "feature_names", "frame", "DESCR", "name", "split",
+               "primary_metric", "secondary_metrics", "segments", "max_epochs"}
+
+
+def _per_example(bunch, idx) -> dict | None:
+    """The per-example fields of ``bunch`` beyond texts and labels (e.g. bAbI's supporting spans), at ``idx``."""
+    n = len(bunch.data)
+    fields = {key: value for key, value in bunch.items()
+              if key not in _BUNCH_KEYS and isinstance(value, (list, np.ndarray)) and len(value) == n}
+    return {key: [value[i] for i in idx] for key, value in fields.items()} or None
 
 
 def load_splits(data, y=None, *, n_train=None, n_valid=None, n_test=None, random_state=0) -> Splits:
