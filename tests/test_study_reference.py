@@ -1,9 +1,10 @@
 """The study's numbers are pinned: a fixed tiny study gives the frames recorded before the refactor.
 
 ``tests/data/study_reference/`` was written by ``tests/data/make_study_reference.py`` with the
-study engine as it was before it became a pipeline of stage objects (commit dcf0207). Restructuring
-the engine must not move a single number: predictions and counts are compared exactly, floats to
-the 9 significant digits the reference keeps.
+study engine as it was before it became a pipeline of stage objects (commit dcf0207), then
+extended by the columns and frames of the verdicts (every earlier column unchanged). Restructuring
+the engine, or computing in another precision, must not move a single number: predictions and
+counts are compared exactly, floats to the 9 significant digits the reference keeps.
 """
 
 import numpy as np

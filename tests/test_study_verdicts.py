@@ -1,0 +1,244 @@
+"""Verdicts a reader can trust: every rule on synthetic data where the answer is known."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fmmlearn.metrics import vectorized_metric
+from fmmlearn.study._comparisons import final_comparisons, measure_comparisons, model_comparisons
+from fmmlearn.study._rules import RULES_FILE, comparison_verdict, load_rules, rules_digest, spent_level
+from fmmlearn.study._stats import mean_over_texts, paired_difference, share_ci
+
+GRID = np.linspace(0, 1, 11)
+SCORE = vectorized_metric("accuracy", ["a", "b"])
+
+
+def _curves(rng, gold, slope, n_seeds=2):
+    """Predictions (seeds, ratios, texts) whose accuracy falls linearly from 0.9 by ``slope`` over the grid."""
+    accuracy = np.clip(0.9 - slope * GRID, 0.5, 1)
+    correct = rng.random((n_seeds, len(GRID), len(gold))) < accuracy[None, :, None]
+    return np.where(correct, gold, 1 - gold)
+
+
+class _Settings:
+    def __init__(self, measures, masking_ratios=(1.0,), seeds=(0, 1), rules=None):
+        self.measures, self.masking_ratios, self.seeds = ("rand", *measures), masking_ratios, seeds
+        self.grid, self.rules, self.confidence_level = GRID, rules or load_rules(), 0.95
+
+        class metric:
+            name = "accuracy"
+
+        self.metric = metric
+
+
+# --------------------------------------------------------------------------- the rule itself
+
+
+@pytest.mark.parametrize("low, high, verdict", [
+    (-0.01, 0.02, "equivalent"), (0.06, 0.12, "first ahead"), (0.01, 0.04, "equivalent"),
+    (0.02, 0.09, "first ahead"), (-0.09, -0.06, "second ahead"), (-0.02, 0.09, "inconclusive"),
+    (float("nan"), 0.01, "inconclusive"),
+])
+def test_comparison_verdict(low, high, verdict):
+    assert comparison_verdict(low, high, 0.05) == verdict
+
+
+def test_alpha_spending_levels_sum_to_at_most_alpha():
+    spent = [1 - spent_level(0.95, r) for r in range(30)]
+    assert spent[0] == pytest.approx(0.025) and spent[1] == pytest.approx(0.0125)
+    assert sum(spent) < 0.05 and spent_level(0.95, None) == 0.95
+
+
+# --------------------------------------------------------------------------- paired comparisons
+
+
+def test_an_equivalent_pair_reads_equivalent_and_a_real_gap_reads_ahead():
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 2, 300)
+    steep, same, flat = _curves(rng, gold, 0.4), None, _curves(rng, gold, 0.1)
+    same = steep.copy()
+    flip = rng.random(same.shape) < 0.02  # the same explanation, a few predictions apart
+    same[flip] = 1 - same[flip]
+    idx = np.arange(300)
+    predictions = {((1.0, s), m): (idx, p[s]) for s in (0, 1) for m, p in
+                   (("x", steep), ("y", same), ("z", flat))}
+    frame = measure_comparisons(_Settings(["x", "y", "z"]), gold, SCORE, {(1.0, 0): True, (1.0, 1): True},
+                                predictions, level=0.95, round_index=0)
+    verdicts = {(r.first, r.second): r.verdict for r in frame.itertuples()}
+    assert verdicts[("x", "y")] == "equivalent"
+    assert verdicts[("x", "z")] == "first ahead" and verdicts[("y", "z")] == "first ahead"
+    row = frame[(frame["first"] == "x") & (frame["second"] == "z")].iloc[0]
+    # the ACU difference is the area between the two accuracy curves (the baseline cancels)
+    areas = [np.trapezoid(SCORE(flat[s], gold) - SCORE(steep[s], gold), GRID) for s in (0, 1)]
+    assert row["estimate"] == pytest.approx(np.mean(areas))
+    assert row["ci_low"] < row["estimate"] < row["ci_high"] and row["n_seeds"] == 2
+
+
+def test_measures_are_compared_on_the_texts_both_ran_on():
+    rng = np.random.default_rng(1)
+    gold = rng.integers(0, 2, 100)
+    curves = _curves(rng, gold, 0.3, n_seeds=1)[0]
+    few = np.array([3, 10, 17, 40, 41, 99])  # a costly measure's subset, in any order
+    predictions = {((1.0, 0), "cheap"): (np.arange(100), curves), ((1.0, 0), "costly"): (few[::-1], curves[:, few[::-1]])}
+    frame = measure_comparisons(_Settings(["cheap", "costly"], seeds=(0,)), gold, SCORE, {(1.0, 0): True},
+                                predictions, level=0.95)
+    assert frame["n_examples"].tolist() == [6]
+    assert frame["estimate"].iloc[0] == pytest.approx(0.0)  # identical predictions on the shared texts
+
+
+def test_model_comparison_is_paired_on_the_test_texts():
+    rng = np.random.default_rng(2)
+    gold = rng.integers(0, 2, 400)
+    plain = np.where(rng.random((2, 400)) < 0.8, gold, 1 - gold)
+    masked = plain.copy()
+    masked[:, :8] = 1 - masked[:, :8]  # differs from plain on 8 of 400 texts only
+    frame = model_comparisons(_Settings(["x"], masking_ratios=(0.0, 1.0)), gold, SCORE,
+                              {(r, s): True for r in (0.0, 1.0) for s in (0, 1)},
+                              {(0.0, s): plain[s] for s in (0, 1)} | {(1.0, s): masked[s] for s in (0, 1)}, level=0.95)
+    row = frame.iloc[0]
+    assert (row["first"], row["second"]) == ("masked", "plain") and row["verdict"] == "equivalent"
+    assert abs(row["estimate"]) <= 8 / 400 and row["ci_high"] - row["ci_low"] < 0.05  # pairing: no text noise
+
+
+def test_final_comparisons_keep_the_first_decision():
+    first = pd.DataFrame([{"kind": "measures", "model": "m", "first": "a", "second": "b", "verdict": "inconclusive",
+                           "round": 0}, {"kind": "measures", "model": "m", "first": "a", "second": "c",
+                                         "verdict": "first ahead", "round": 0}])
+    second = first.assign(verdict=["equivalent", "inconclusive"], round=1)
+    final = final_comparisons([first, second]).set_index("second")
+    assert final.loc["b", "verdict"] == "equivalent" and final.loc["b", "round"] == 1
+    assert final.loc["c", "verdict"] == "first ahead" and final.loc["c", "round"] == 0
+
+
+def test_error_control_survives_optional_stopping():
+    """Under the null (two measures alike), stopping at the first round that decides 'ahead' at alpha-spent
+    levels declares a winner in at most alpha of the runs; looking at the same level every round would not."""
+    rng = np.random.default_rng(3)
+    wrong_spent = wrong_naive = 0
+    runs, rounds, block = 120, 6, 20
+    for _ in range(runs):
+        gold = rng.integers(0, 2, rounds * block)
+        a, b = _curves(rng, gold, 0.3, n_seeds=1), _curves(rng, gold, 0.3, n_seeds=1)
+        decided_spent = decided_naive = False
+        for r in range(rounds):
+            n = (r + 1) * block
+            d = paired_difference(SCORE, a[..., :n], b[..., :n], gold[:n], grid=GRID, n_resamples=600,
+                                  seed=int(rng.integers(1 << 30)))
+            decided_spent |= comparison_verdict(*d.interval(spent_level(0.95, r)), 0.0) != "inconclusive"
+            decided_naive |= comparison_verdict(*d.interval(0.95), 0.0) != "inconclusive"
+        wrong_spent += decided_spent
+        wrong_naive += decided_naive
+    assert wrong_spent / runs <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / runs)
+    assert wrong_naive > wrong_spent  # the reason for spending: repeated looks at one level inflate the error
+
+
+# --------------------------------------------------------------------------- shares and controls
+
+
+def test_share_intervals_cover_the_truth_at_their_level():
+    rng = np.random.default_rng(4)
+    hits = 0
+    for _ in range(400):
+        k = rng.binomial(60, 0.05)
+        _, low, high = share_ci(k, 60)
+        hits += low <= 0.05 <= high
+    assert hits / 400 >= 0.9
+
+
+def test_mean_over_texts_resamples_texts_and_seeds():
+    values = np.array([[0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
+    share = mean_over_texts(values, n_resamples=2000)
+    assert share.estimate == pytest.approx(0.75)
+    low, high = share.interval(0.95)
+    assert low < 0.75 < high and share.n_seeds == 2 and share.n_examples == 4
+
+
+# --------------------------------------------------------------------------- the rules file
+
+
+def test_the_shipped_rules_load_and_their_digest_is_the_files():
+    import hashlib
+
+    rules = load_rules()
+    assert rules["version"] >= 1 and rules["comparisons"]["acu_margin"] > 0
+    assert rules_digest() == hashlib.sha256(RULES_FILE.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"comparisons": {"acu_margin": "wide"}}, "comparisons.acu_margin must be float"),
+    ({"bootstrap": {"n_resamples": 1.5}}, "bootstrap.n_resamples must be int"),
+    ({"confidence_level": 1.5}, "confidence_level must be in"),
+    ({"stability": {"racu_max_ci_width": -1}}, "finite number >= 0"),
+])
+def test_bad_rules_are_named(change, message):
+    with pytest.raises(ValueError, match=message):
+        load_rules(change)
+
+
+def test_a_rules_file_of_ones_own_is_read_and_checked(tmp_path):
+    rules = json.loads(RULES_FILE.read_text())
+    rules["comparisons"]["acu_margin"] = 0.01
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(rules))
+    assert load_rules(path)["comparisons"]["acu_margin"] == 0.01
+    del rules["budget"]
+    path.write_text(json.dumps(rules))
+    with pytest.raises(ValueError, match="budget.block is missing"):
+        load_rules(path)
+
+
+# --------------------------------------------------------------------------- the budget, on a tiny study
+
+TINY_FIT = dict(max_epochs=10, batch_size=16, learning_rate=3e-3, warmup_ratio=0.0, precision="fp32")
+
+
+def _budget_study(model_dir, cache, budget, **options):
+    from fmmlearn.study import FaithfulnessStudy
+
+    settings = dict(masking_ratios=(1.0,), measures=["rand", "inp-grad-sign", "inp-grad-abs", "loo-sign"],
+                    seeds=(0,), n_train=100, n_valid=30, n_test=70, n_baseline=1, n_bootstrap=100,
+                    in_distribution=None, erasure=None, n_explain=0, costly_examples=10, classifier_params=TINY_FIT,
+                    device="cpu", verbose=0, cache_dir=cache, budget=budget)
+    return FaithfulnessStudy(model_dir, **{**settings, **options})
+
+
+@pytest.fixture(scope="module")
+def budget_data():
+    from helpers.data import make_sentiment
+
+    return make_sentiment(200, seed=11)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_budget_adds_texts_to_the_costly_measures_while_comparisons_are_open(tiny_model_dir, budget_data,
+                                                                                tmp_path):
+    result = _budget_study(tiny_model_dir, tmp_path, budget=600.0).run(*budget_data)
+    rounds = result.metadata["rounds"]
+    assert rounds["rounds"] >= 2 and rounds["added"] and rounds["added"][0]["measures"] == ["loo-sign"]
+    texts = rounds["texts"]["loo-sign"]
+    assert texts == 10 + sum(step["added_texts"] for step in rounds["added"]) and texts <= 70
+    assert result.metadata["subsets"]["loo-sign"]["n_examples"] == texts
+    loo = result.outcomes[result.outcomes["method"] == "loo-sign"]["example"].nunique()
+    assert loo == texts and texts > 10
+    assert rounds["stopped"] in ("every comparison with a costly measure is decided", "no test text left to add") \
+        or rounds["stopped"].startswith("the budget")
+    comparisons = result.comparisons[result.comparisons["kind"] == "measures"]
+    # each verdict comes with the level its round spent: 1 - 0.05 / 2^(r + 1)
+    for row in comparisons.itertuples():
+        assert row.confidence_level == pytest.approx(spent_level(0.95, int(row.round)))
+    with_loo = comparisons[(comparisons["first"] == "loo-sign") | (comparisons["second"] == "loo-sign")]
+    assert (with_loo["n_examples"] <= texts).all()
+    again = _budget_study(tiny_model_dir, tmp_path, budget=600.0).run(*budget_data)
+    assert again.timings["cached"].all()  # every added block is cached too
+    pd.testing.assert_frame_equal(again.comparisons, result.comparisons)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_spent_budget_stops_after_the_first_round_and_says_why(tiny_model_dir, budget_data, tmp_path):
+    result = _budget_study(tiny_model_dir, tmp_path, budget=1e-6).run(*budget_data)
+    rounds = result.metadata["rounds"]
+    assert rounds["rounds"] == 1 and rounds["added"] == []
+    assert rounds["stopped"].startswith("the budget (1e-06 s) would be exceeded") or "decided" in rounds["stopped"]
+    assert result.metadata["subsets"]["loo-sign"]["n_examples"] == 10
