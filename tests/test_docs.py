@@ -88,8 +88,8 @@ N_TRAIN, N_VALID, N_TEST = 48, 64, 20
 #: FaithfulTextClassifier defaults while the docs run: a short fit the tiny model learns something from.
 TINY_FIT_DEFAULTS = {"max_epochs": 2, "learning_rate": 3e-3, "warmup_ratio": 0.0}
 #: ``fmmlearn demo`` split and subset sizes while the docs run (each preset keeps its measures).
-TINY_DEMO_SIZES = {"n_train": 60, "n_valid": 30, "n_test": 12, "n_baseline": 2,
-                   "max_examples": {"loo-sign": 6, "int-grad-sign": 4, "beam-sign-10": 3}}
+TINY_DEMO_SIZES = {"n_train": 60, "n_valid": 30, "n_test": 12, "n_baseline": 2, "costly_examples": 6,
+                   "budget": 5.0}
 
 #: The variables the docs use without defining them, and what they hold here.
 READER_VARIABLES = {

@@ -22,15 +22,17 @@ DEMO_MODEL_ENV = "FMMLEARN_DEMO_MODEL"
 DEMO_CLASSIFIER = {"max_epochs": 3, "learning_rate": 2e-4, "max_length": 48}
 
 
-#: Sizes of the two demo runs.  Costly measures run on fewer test texts: beam search on the shortest ones (it
-#: costs about K n^2 / 2 forward passes per text), the others on a random subset (benchmarks/demo_time.py).
+#: Sizes of the two demo runs.  The costly measures (leave-one-out, integrated gradients, beam search) share one
+#: random subset of the test texts, so they are compared on the same texts; the cheap ones run on all of them.
+#: While comparisons with a costly measure are undecided, the faithfulness stage adds texts to that subset for
+#: up to ``budget`` seconds (benchmarks/demo_time.py measures the whole run).
 DEMO_PRESETS = {
-    "full": {"measures": ("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign", "beam-sign-10"),
-             "n_train": 300, "n_valid": 100, "n_test": 80, "n_baseline": 3,
-             "max_examples": {"loo-sign": 40, "int-grad-sign": 16, "beam-sign-10": 10}},
+    "full": {"measures": ("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign"),
+             "n_train": 300, "n_valid": 100, "n_test": 120, "n_baseline": 3, "costly_examples": 40,
+             "budget": 150.0},
     "quick": {"measures": ("rand", "inp-grad-sign", "loo-sign"),
-              "n_train": 200, "n_valid": 60, "n_test": 40, "n_baseline": 3,
-              "max_examples": {"loo-sign": 20, "int-grad-sign": 8, "beam-sign-10": 6}},
+              "n_train": 200, "n_valid": 80, "n_test": 60, "n_baseline": 3, "costly_examples": 20,
+              "budget": 30.0},
 }
 
 
@@ -67,9 +69,13 @@ def add_parser(sub) -> None:
                         help="validation tweets: best-epoch selection and MaSF calibration "
                              f"(default {full['n_valid']}, {quick['n_valid']} with --quick)")
     parser.add_argument("--n-test", type=int, default=None, metavar="N",
-                        help=f"test tweets (default {full['n_test']}, {quick['n_test']} with --quick); "
-                             "costly measures use fewer: "
-                             + ", ".join(f"{m} {n}" for m, n in full["max_examples"].items()))
+                        help=f"test tweets (default {full['n_test']}, {quick['n_test']} with --quick); the costly "
+                             f"measures start on {full['costly_examples']} of them ({quick['costly_examples']} with "
+                             "--quick), shared")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help=f"seconds the faithfulness stage may spend adding test texts to the costly measures "
+                             f"while their comparisons are undecided (default {full['budget']:g}, "
+                             f"{quick['budget']:g} with --quick; 0: one round)")
     parser.add_argument("--model", default=os.environ.get(DEMO_MODEL_ENV, "minilm"), metavar="NAME_OR_DIR",
                         help=f"base model: 'minilm' (bundled, offline), a local directory or a hub name "
                              f"(environment variable {DEMO_MODEL_ENV} sets the default)")
@@ -89,10 +95,12 @@ def run(args) -> dict:
     output = check_writable_dir(args.output, "--output")
     measures = list(args.measures or preset["measures"])
     sizes = {k: preset[k] if getattr(args, k) is None else getattr(args, k) for k in ("n_train", "n_valid", "n_test")}
+    budget = preset["budget"] if args.budget is None else args.budget
+    if budget < 0:
+        raise ValueError(f"--budget must be 0 or more seconds, got {budget:g}")
     study = FaithfulnessStudy(
         args.model, masking_ratios=(0.0, 1.0), measures=measures, seeds=(args.seed,), **sizes,
-        max_examples={m: n for m, n in preset["max_examples"].items() if m in measures},
-        n_baseline=preset["n_baseline"],
+        costly_examples=preset["costly_examples"], budget=budget or None, n_baseline=preset["n_baseline"],
         classifier_params=DEMO_CLASSIFIER, device=args.device, cache_dir=output / "cache",
         random_state=args.seed, verbose=args.verbose)
     say(args, f"fmmlearn demo{' --quick' if args.quick else ''}: plain vs masked fine-tuning of {args.model} on "
