@@ -308,7 +308,12 @@ def test_plot_stacked_frame_uses_the_model_column_and_pools_seeds(report):
     ax = plot_in_distribution(stacked, statistic="proportion", threshold=0.1)
     lines = {line.get_label(): line for line in ax.lines}
     masked = "masked fine-tuning: mean of 2 runs, band = their range"
-    assert set(lines) == {masked, "plain fine-tuning", "0.1 (share expected for in-distribution data)"}
+    # the dashed line is the test's null share at p < 0.1 (p-values are multiples of 1 / (N3 + 1)), not 0.1
+    expected = report.loc[report["threshold"] == 0.1, "expected"].unique()
+    assert len(expected) == 1 and expected[0] < 0.1
+    null_line = f"{expected[0]:.1%} (share flagged among in-distribution texts)"
+    assert set(lines) == {masked, "plain fine-tuning", null_line}
+    assert lines[null_line].get_ydata()[0] == pytest.approx(expected[0])
     at = report[report["threshold"] == 0.1].set_index("ratio")["proportion"]
     np.testing.assert_allclose(lines[masked].get_ydata(), at / 2)      # mean of the two "seeds"
     assert "p < 0.1" in ax.get_ylabel()

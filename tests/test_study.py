@@ -638,7 +638,11 @@ def test_demo_quick_runs_end_to_end_and_prints_the_summary(tiny_model_dir, tmp_p
     assert "<h2>Example explanations</h2>" in page
     assert "Erasure metrics were not computed" in page  # "auto": loo-sign is not among these measures
     result = StudyResult.load(output / "results")
-    assert result.metadata["data"]["sizes"] == {"train": 200, "valid": 60, "test": 40}
+    from fmmlearn.cli.demo import DEMO_PRESETS
+
+    quick = DEMO_PRESETS["quick"]
+    assert result.metadata["data"]["sizes"] == {"train": quick["n_train"], "valid": quick["n_valid"],
+                                                "test": quick["n_test"]}
     assert set(result.racu_summary["method"]) == {"inp-grad-sign"}
     assert result.timings.loc[result.timings["stage"] == "fit", "cached"].all()  # the second run refits nothing
 

@@ -230,6 +230,14 @@ def test_a_budget_adds_texts_to_the_costly_measures_while_comparisons_are_open(t
         assert row.confidence_level == pytest.approx(spent_level(0.95, int(row.round)))
     with_loo = comparisons[(comparisons["first"] == "loo-sign") | (comparisons["second"] == "loo-sign")]
     assert (with_loo["n_examples"] <= texts).all()
+    summary = result.summary()
+    added = sum(step["added_texts"] for step in rounds["added"])
+    assert f"Budget 600 s: {rounds['rounds']} round(s), {added} texts added to the costly measures; " \
+           f"stopped: {rounds['stopped']}." in summary
+    still_open = comparisons[comparisons["verdict"] == "inconclusive"]
+    assert ("Not decided:" in summary) == bool(len(still_open))
+    for row in still_open.itertuples():
+        assert f"{row.first} vs {row.second} ({row.model})" in summary
     again = _budget_study(tiny_model_dir, tmp_path, budget=600.0).run(*budget_data)
     assert again.timings["cached"].all()  # every added block is cached too
     pd.testing.assert_frame_equal(again.comparisons, result.comparisons)
@@ -242,3 +250,4 @@ def test_a_spent_budget_stops_after_the_first_round_and_says_why(tiny_model_dir,
     assert rounds["rounds"] == 1 and rounds["added"] == []
     assert rounds["stopped"].startswith("the budget (1e-06 s) would be exceeded") or "decided" in rounds["stopped"]
     assert result.metadata["subsets"]["loo-sign"]["n_examples"] == 10
+    assert "Budget 1e-06 s: 1 round(s), 0 texts added" in result.summary()

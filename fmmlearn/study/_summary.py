@@ -74,7 +74,24 @@ def _faithfulness_lines(result) -> list[str]:
             row = comparison_between(result.comparisons, model, ranked[0], ranked[1])
             text += "; " + (_words(row, ranked[0], ranked[1]) if row is not None else f"then {ranked[1]}")
         lines.append(text + ".")
+    lines += _budget_lines(result)
     return lines if len(lines) > 1 else []
+
+
+def _budget_lines(result) -> list[str]:
+    """With a budget: how many rounds ran, why they stopped, and which comparisons stayed open."""
+    rounds = result.metadata.get("rounds") or {}
+    if not rounds.get("budget"):
+        return []
+    frame = result.comparisons
+    open_rows = frame[(frame["kind"] == "measures") & (frame["verdict"] == "inconclusive")] if len(frame) else frame
+    added = sum(step["added_texts"] for step in rounds.get("added", []))
+    line = (f"  Budget {rounds['budget']:g} s: {rounds['rounds']} round(s), {added} texts added to the costly "
+            f"measures; stopped: {rounds['stopped']}.")
+    if len(open_rows):
+        line += " Not decided: " + ", ".join(f"{r['first']} vs {r['second']} ({r['model']})"
+                                             for r in open_rows.to_dict("records")) + "."
+    return [line]
 
 
 def _in_distribution_lines(result) -> list[str]:
