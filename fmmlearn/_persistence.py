@@ -482,11 +482,12 @@ def _read_card(path: Path):
     file = path / CARD_FILE
     if not file.is_file():
         return None
+    import yaml  # huggingface_hub's own dependency: it parses the metadata with yaml.safe_load
     from huggingface_hub import ModelCard
 
     try:
         return ModelCard.load(file)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:  # e.g. broken YAML after a hand edit
+    except (OSError, ValueError, TypeError, UnicodeDecodeError, yaml.YAMLError) as exc:  # e.g. a broken hand edit
         warn(f"{os.fspath(file)!r} is not a valid model card ({type(exc).__name__}: {exc}); the classifier loads "
              "without it (model_card_ is None) and a later save writes a new one.")
         return None

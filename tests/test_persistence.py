@@ -80,7 +80,7 @@ def test_manifest_records_the_format_version_and_the_sha256_of_every_file(saved)
     manifest = _manifest(saved)
     assert manifest["format_version"] == persistence.FORMAT_VERSION == 1
     on_disk = sorted(p.name for p in saved.iterdir() if p.name != "fmmlearn.json")
-    assert sorted(manifest["files"]) == on_disk and "model.safetensors" in on_disk
+    assert sorted(manifest["files"]) == on_disk and {"model.safetensors", "README.md"} <= set(on_disk)
     for name, digest in manifest["files"].items():
         assert hashlib.sha256((saved / name).read_bytes()).hexdigest() == digest
 
