@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._formatting import interval, number, percent
+from ._formatting import number, percent
 from ._version import __version__
 from .faithfulness import acu, racu
 
@@ -116,8 +116,11 @@ def _racu_rows(frame: pd.DataFrame) -> list[CardRow]:
         for kind in ("racu", "acu"):
             if _plain(record[kind]) is None:
                 continue
+            # reliable (a study's summary): RACU's denominator is known to about +-50 %
             args = _args(ci_low=record.get(f"{kind}_low"), ci_high=record.get(f"{kind}_high"),
-                         n_examples=record.get("n_examples"))
+                         n_examples=record.get("n_examples"),
+                         reliable=record.get("reliable") if kind == "racu" and pd.notna(record.get("reliable"))
+                         else None)
             rows.append(CardRow("faithfulness", kind, f"{kind.upper()} ({method})", _plain(record[kind]), method,
                                 args))
     return rows
@@ -280,6 +283,15 @@ def _table(header: list[str], lines: list[list[str]]) -> str:
     return "\n".join("| " + " | ".join(cells) + " |" for cells in rows)
 
 
+def _value(value) -> str:
+    return number(value, 3, significant=True)
+
+
+def _ci(row: CardRow) -> str:
+    low, high = row.args.get("ci_low"), row.args.get("ci_high")
+    return "" if low is None or high is None else f"[{_value(low)}, {_value(high)}]"
+
+
 def _section_table(section: str, rows: list[CardRow]) -> str:
     if section == "in_distribution":
         return _table(["masking ratio", "flagged share", "null share"],
@@ -287,14 +299,12 @@ def _section_table(section: str, rows: list[CardRow]) -> str:
                        for r in rows])
     if section == "erasure":
         return _table(["measure", "metric", "value", "CI", "valid (MaSF)"],
-                      [[f"`{r.config}`", r.metric_type.replace("_", " "), number(r.value),
-                        interval(r.args.get("ci_low"), r.args.get("ci_high"), 3),
+                      [[f"`{r.config}`", r.metric_type.replace("_", " "), _value(r.value), _ci(r),
                         {True: "yes", False: "no"}.get(r.args.get("valid"), "not checked")] for r in rows])
-    ci = [interval(r.args.get("ci_low"), r.args.get("ci_high"), 3) for r in rows]
     if section == "faithfulness":
-        return _table(["measure", "metric", "value", "CI"], [[f"`{r.config}`", r.metric_type.upper(), number(r.value),
-                                                             c] for r, c in zip(rows, ci)])
-    return _table(["metric", "value", "CI"], [[r.name, number(r.value), c] for r, c in zip(rows, ci)])
+        return _table(["measure", "metric", "value", "CI"],
+                      [[f"`{r.config}`", r.metric_type.upper(), _value(r.value), _ci(r)] for r in rows])
+    return _table(["metric", "value", "CI"], [[r.name, _value(r.value), _ci(r)] for r in rows])
 
 
 def _results_text(rows: list[CardRow], dataset: str, split: str | None) -> str:

@@ -77,7 +77,7 @@ def test_a_saved_card_round_trips_through_huggingface_hub_with_its_metadata_and_
 
     # the readable tables: accuracy, RACU with its CI, flagged share against the null share
     assert "| accuracy | 0.875 |" in read.text
-    assert "| `loo-sign` | RACU | 0.610 | [0.400, 0.800] |" in read.text
+    assert "| `loo-sign` | RACU | 0.61 | [0.4, 0.8] |" in read.text
     assert "| 0.5 | 10.0% | 4.7% |" in read.text
 
 
@@ -123,6 +123,7 @@ def test_a_study_result_gives_the_rows_of_the_model_with_this_masking_ratio(clf)
     summary = study.racu_summary[study.racu_summary["model"] == "masked"].set_index("method")
     for method, row in summary.iterrows():
         assert _metric(results, "acu", method).metric_value == round(row["acu"], 6)
+        assert _metric(results, "racu", method).metric_args["reliable"] == bool(row["reliable"])
     ood = study.in_distribution
     ood = ood[(ood["model"] == "masked") & np.isclose(ood["threshold"], 0.05)].set_index("ratio")
     for ratio, row in ood.iterrows():
