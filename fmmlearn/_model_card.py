@@ -83,6 +83,8 @@ def _args(**values) -> dict:
     for key, value in values.items():
         if isinstance(value, (bool, np.bool_)):
             out[key] = bool(value)
+        elif isinstance(value, (int, np.integer)):
+            out[key] = int(value)
         elif value is not None and _plain(value) is not None:
             out[key] = _plain(value)
     return out
@@ -147,6 +149,10 @@ def _curve_rows(frame: pd.DataFrame) -> list[CardRow]:
 
 def _in_distribution_rows(frame: pd.DataFrame) -> list[CardRow]:
     frame = _one_model(frame, "in-distribution reports")
+    methods = frame["method"].unique() if "method" in frame else [None]
+    if len(methods) > 1:
+        raise ValueError(f"results holds in-distribution reports of several masking methods ({sorted(methods)}); "
+                         "pass one report per card.")
     at_level = frame[np.isclose(frame["threshold"].astype(float), MASF_LEVEL)]
     if at_level.empty:
         raise ValueError(f"results is an in-distribution report without the threshold {MASF_LEVEL}; compute it "
@@ -155,7 +161,8 @@ def _in_distribution_rows(frame: pd.DataFrame) -> list[CardRow]:
     means = at_level.groupby("ratio", sort=True)[["proportion", "expected"]].mean()
     return [CardRow("in_distribution", "masf_flagged_share", f"MaSF flagged share at masking ratio {ratio:g}",
                     _plain(row["proportion"]), f"masking_ratio={ratio:g}",
-                    _args(masking_ratio=ratio, threshold=MASF_LEVEL, null_share=row["expected"]))
+                    {**_args(masking_ratio=ratio, threshold=MASF_LEVEL, null_share=row["expected"]),
+                     **({"masked_by": str(methods[0])} if methods[0] is not None else {})})
             for ratio, row in means.iterrows() if _plain(row["proportion"]) is not None]
 
 
@@ -217,11 +224,10 @@ def _study_rows(study, max_masking_ratio: float) -> list[CardRow]:
                             None, _args(ci_low=part["low"].iloc[0] if one else None,
                                         ci_high=part["high"].iloc[0] if one else None, n_seeds=len(part),
                                         n_examples=part["n_examples"].iloc[0])))
-    summary = mine(study.racu_summary)
-    if len(summary):
-        rows += _racu_rows(summary.drop(columns="model"))
-    rows += _in_distribution_rows(mine(study.in_distribution)) if len(mine(study.in_distribution)) else []
-    rows += _erasure_rows(mine(study.erasure)) if len(mine(study.erasure)) else []
+    for frame, to_rows in ((study.racu_summary, _racu_rows), (study.in_distribution, _in_distribution_rows),
+                           (study.erasure, _erasure_rows)):
+        if len(mine(frame)):  # an empty frame: the stage did not run
+            rows += to_rows(mine(frame))
     return rows
 
 

@@ -2,6 +2,7 @@
 
 import copy
 import json
+import pickle
 import warnings
 
 import numpy as np
@@ -70,7 +71,7 @@ def test_a_saved_card_round_trips_through_huggingface_hub_with_its_metadata_and_
     assert _metric(results, "acu", "inp-grad-sign").metric_value == 0.05
     half = _metric(results, "masf_flagged_share", "masking_ratio=0.5")
     assert half.metric_value == 0.1
-    assert half.metric_args == {"masking_ratio": 0.5, "threshold": 0.05, "null_share": 0.047}
+    assert half.metric_args == {"masking_ratio": 0.5, "threshold": 0.05, "null_share": 0.047, "masked_by": "rand"}
     assert len([r for r in results if r.metric_type == "masf_flagged_share"]) == 2  # p < 0.05 rows only
     aopc = _metric(results, "comprehensiveness_aopc", "loo-sign")
     assert aopc.metric_value == 0.27 and aopc.metric_args["valid"] is True
@@ -150,6 +151,9 @@ def test_a_study_without_this_model_is_refused_naming_the_argument(clf):
     (pd.DataFrame({"x": [1]}), ValueError, r"results is a DataFrame with columns \['x'\]"),
     (pd.concat([RACU, RACU]), ValueError, r"results has several RACU rows per measure"),
     (IN_DISTRIBUTION[IN_DISTRIBUTION["threshold"] == 0.01], ValueError, r"without the threshold 0.05"),
+    (pd.concat([IN_DISTRIBUTION, IN_DISTRIBUTION.assign(method="loo-sign")]), ValueError,
+     r"in-distribution reports of several masking methods"),
+    (pd.concat([RACU.assign(model="plain"), RACU.assign(model="masked")]), ValueError, r"several models"),
     (pd.DataFrame({"method": ["loo-sign"], "ratio": [0.0], "value": [1.0]}), ValueError, r"'rand' curve"),
 ])
 def test_bad_results_are_a_clear_error_naming_the_argument(clf, results, error, match):
@@ -189,6 +193,29 @@ def test_load_keeps_the_card_and_saving_again_keeps_its_results(clf, tmp_path):
     replaced = loaded.model_card(results={"accuracy": 0.5}, dataset="toy")
     assert replaced.data.model_name == "my-model" and _metric(replaced.data.eval_results, "accuracy").metric_value == 0.5
     assert json.loads((tmp_path / "b" / "fmmlearn.json").read_text())["base_model"] == str(clf.model)
+
+
+def test_a_save_that_fails_writing_the_card_leaves_the_previous_save_intact(clf, tmp_path, monkeypatch):
+    path = clf.save(tmp_path / "model", card=clf.model_card(results={"accuracy": 0.875}, dataset="toy"))
+    before = {p.name: p.read_bytes() for p in path.iterdir()}
+
+    def full_disk(self, filepath):
+        open(filepath, "w").write("---\nlibrary_na")  # half a card, then the disk fills up
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(ModelCard, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        clf.save(path, card=clf.model_card(results={"accuracy": 0.5}, dataset="toy"))
+    assert {p.name: p.read_bytes() for p in path.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+def test_a_loaded_classifier_pickles_with_its_card(clf, tmp_path):
+    card = clf.model_card(results={"accuracy": 0.875}, dataset="toy")
+    loaded = FaithfulTextClassifier.load(clf.save(tmp_path / "model", card=card), device="cpu")
+    restored = pickle.loads(pickle.dumps(loaded))
+    assert restored.model_card_.content == loaded.model_card_.content
+    assert restored.model_card().data.eval_results == card.data.eval_results
 
 
 def test_a_card_edited_after_saving_is_read_not_refused(clf, tmp_path):

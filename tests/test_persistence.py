@@ -311,6 +311,7 @@ PUBLIC_CALLS = {
     "random_masking_curve": lambda c, X, y: c.random_masking_curve(X, y, ratios=[0, 1]),
     "in_distribution_report": lambda c, X, y: c.in_distribution_report(X, X, y, ratios=[0, 1]),
     "hidden_state_features": lambda c, X, y: hidden_state_features(c, X),
+    "model_card": lambda c, X, y: c.model_card(results={"accuracy": c.score(X, y)}, dataset="toy"),
 }
 
 
