@@ -35,6 +35,8 @@ TAGS = ("fmmlearn", "faithfulness", "masked-fine-tuning", TASK)
 MASF_LEVEL = 0.05
 #: Bundled model names -> the Hub name of the same weights.
 _BUNDLED_HUB_NAMES = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
+#: Metadata of a loaded card that a card with new results keeps (set by the user or on the Hub).
+_KEPT_METADATA = ("license", "license_name", "license_link", "language")
 #: Section headings of the results, in the order they are written.
 _SECTIONS = {"performance": "Performance on clean test data",
              "faithfulness": "Faithfulness of the importance measures (RACU and ACU)",
@@ -377,8 +379,13 @@ def classifier_card(clf, results=None, *, dataset=None, split="test", model_name
         raise ValueError("dataset is needed with results: the name of the data they were measured on (a Hub "
                          "dataset id where there is one), e.g. dataset='tweet_eval'.")
     hub_name, base_text = _base_model(clf)
-    if model_name is None and loaded is not None:
-        model_name = loaded.data.model_name
+    kept = {}  # what a loaded card says that the classifier cannot know: where it started, its licence
+    if loaded is not None:
+        model_name = model_name or loaded.data.model_name
+        if loaded.data.base_model != hub_name:
+            hub_name = loaded.data.base_model
+            base_text = f"`{hub_name}`" if hub_name else "a local model directory, not on the Hub"
+        kept = {key: loaded.data.get(key) for key in _KEPT_METADATA if loaded.data.get(key) is not None}
     model_name = model_name or f"{(hub_name or 'model').rsplit('/', 1)[-1]}-fmmlearn"
     settings = _settings(clf)
     masked = settings["max_masking_ratio"] > 0
@@ -386,7 +393,7 @@ def classifier_card(clf, results=None, *, dataset=None, split="test", model_name
     data = ModelCardData(library_name="fmmlearn", pipeline_tag=TASK, base_model=hub_name, tags=tags,
                          model_name=model_name, datasets=[dataset] if rows else None,
                          eval_results=[r.eval_result(dataset, split) for r in rows] or None,
-                         masked_fine_tuning=settings)
+                         masked_fine_tuning=settings, **kept)
     lines = [[f"`{key}`", ", ".join(map(str, value)) if isinstance(value, list) else str(value)]
              for key, value in settings.items()]
     intro = _MASKED.format(ratio=percent(settings["max_masking_ratio"])) if masked else _PLAIN

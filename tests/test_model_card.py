@@ -190,8 +190,11 @@ def test_load_keeps_the_card_and_saving_again_keeps_its_results(clf, tmp_path):
     again = ModelCard.load(loaded.save(tmp_path / "b") / "README.md")
     assert again.content == ModelCard.load(tmp_path / "a" / "README.md").content
 
+    card.data.license = "mit"  # set by the user before saving
+    loaded = FaithfulTextClassifier.load(clf.save(tmp_path / "a", card=card), device="cpu")
     replaced = loaded.model_card(results={"accuracy": 0.5}, dataset="toy")
     assert replaced.data.model_name == "my-model" and _metric(replaced.data.eval_results, "accuracy").metric_value == 0.5
+    assert replaced.data.license == "mit" and "a local model directory (`" in replaced.text
     assert json.loads((tmp_path / "b" / "fmmlearn.json").read_text())["base_model"] == str(clf.model)
 
 
