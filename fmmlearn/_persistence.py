@@ -1,10 +1,11 @@
 """Saving and loading a fitted :class:`~fmmlearn.classifier.FaithfulTextClassifier` (no pickle).
 
 A saved classifier is a directory: the fine-tuned model in Hugging Face
-format (``config.json`` + ``model.safetensors``), its tokenizer, and
-``fmmlearn.json`` with the estimator's parameters, ``classes_``, whether it
-was trained on sentence pairs, the training history, a format version and
-the SHA-256 of every other file (docs/reliability.md).
+format (``config.json`` + ``model.safetensors``), its tokenizer, its Hugging
+Face model card ``README.md``, and ``fmmlearn.json`` with the estimator's
+parameters, ``classes_``, whether it was trained on sentence pairs, the
+training history, a format version and the SHA-256 of every other file
+(docs/reliability.md).
 
 * **Atomic save.**  Everything is written into a temporary sibling
   directory, which then replaces the target with ``os.replace``: an
@@ -14,7 +15,9 @@ the SHA-256 of every other file (docs/reliability.md).
   model config's ``num_labels`` and ``id2label``), the stored parameters
   (the estimator's ``_parameter_constraints``) and the weights themselves
   (every parameter of the model filled, nothing left over) are checked;
-  any problem is one ``ValueError`` naming the file and what to do.
+  any problem is one ``ValueError`` naming the file and what to do.  The
+  model card is checksummed too, but a card edited after saving (the Hub
+  invites that) is read, not refused: it holds no weights, labels or code.
 * **Nothing executed.**  Only JSON and safetensors weights are read
   (``use_safetensors=True``, never a pickle), nothing is downloaded
   (``local_files_only=True``) and remote code never runs
@@ -43,13 +46,17 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._version import __version__
 from ._processes import is_main_process
+from ._warnings import warn
 from .modeling import quiet_transformers, resolve_device, resolve_max_length, resolve_model_path
 
-__all__ = ["CONFIG_FILE", "FORMAT_VERSION", "load_classifier", "picklable_state", "save_classifier",
+__all__ = ["CARD_FILE", "CONFIG_FILE", "FORMAT_VERSION", "load_classifier", "picklable_state", "save_classifier",
            "strip_output_capturing_hooks"]
 
 #: Name of the estimator's own file in a saved directory.
 CONFIG_FILE = "fmmlearn.json"
+
+#: Name of the Hugging Face model card in a saved directory (what the Hub shows as the model's page).
+CARD_FILE = "README.md"
 
 #: Version of the saved-directory layout; ``load`` refuses newer ones.  Version 1 added the checksums.
 FORMAT_VERSION = 1
@@ -193,17 +200,26 @@ def _check_target(path) -> Path:
     return path
 
 
-def _write(clf, directory: Path, classes: list) -> None:
-    """Write the model, the tokenizer and then, last, ``fmmlearn.json`` with the checksums."""
+def _base_model(clf) -> str:
+    """The model ``fit`` started from; for a loaded classifier, the one its save recorded (not the save's path)."""
+    if getattr(clf, "_loaded_base_model", None) is not None:
+        return clf._loaded_base_model
+    # A loaded (model, tokenizer) pair is recorded by the name_or_path it came from.
+    return resolve_model_path(clf.model) if isinstance(clf.model, tuple) else str(clf.model)
+
+
+def _write(clf, directory: Path, classes: list, card) -> None:
+    """Write the model, the tokenizer, the model card and then, last, ``fmmlearn.json`` with the checksums."""
     with quiet_transformers():  # no "writing shards" bar
         clf.model_.save_pretrained(directory, safe_serialization=True)
     clf.tokenizer_.save_pretrained(directory)
+    if card is not None:
+        card.save(directory / CARD_FILE)
     manifest = {
         "format_version": FORMAT_VERSION,
         "fmmlearn_version": __version__,
         "params": _stored_params(clf),
-        # A loaded (model, tokenizer) pair is recorded by the name_or_path it came from.
-        "base_model": resolve_model_path(clf.model) if isinstance(clf.model, tuple) else str(clf.model),
+        "base_model": _base_model(clf),
         "classes": classes,
         "is_pair": bool(clf.is_pair_),
         "history": _history_records(clf.history_),
@@ -233,7 +249,7 @@ def _replace_directory(staging: Path, path: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def save_classifier(clf, path) -> Path:
+def save_classifier(clf, path, *, card=None) -> Path:
     """Write a fitted classifier to the directory ``path``, atomically (docs/reliability.md).
 
     The files are written into a temporary sibling directory (flushed to
@@ -247,6 +263,8 @@ def save_classifier(clf, path) -> Path:
     path : str or path-like
         A new directory (parents are created), an empty one, or one written by
         an earlier ``save``, which is replaced.
+    card : huggingface_hub.ModelCard, optional
+        Written as ``README.md``; none without it.
 
     Returns
     -------
@@ -260,17 +278,23 @@ def save_classifier(clf, path) -> Path:
         When ``path`` is a file, or a non-empty directory that ``save`` did not
         write (its files are never deleted).
     TypeError
-        For labels JSON cannot hold.
+        For labels JSON cannot hold, or a ``card`` that is not a ``ModelCard``.
     """
     check_is_fitted(clf)
     classes = _json_classes(clf.classes_)
+    if card is not None:
+        from huggingface_hub import ModelCard
+
+        if not isinstance(card, ModelCard):
+            raise TypeError(f"card must be a huggingface_hub.ModelCard (e.g. from model_card()), got "
+                            f"{type(card).__name__}.")
     path = _check_target(path)
     if not is_main_process():  # under a multi-process launch only rank 0 writes (docs/scaling.md)
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
     try:
-        _write(clf, staging, classes)
+        _write(clf, staging, classes, card)
         _replace_directory(staging, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # nothing left once renamed into place
@@ -354,6 +378,8 @@ def _verify_files(path: Path, manifest: dict) -> None:
         if not isinstance(digest, str) or Path(name).is_absolute() or ".." in parts or not parts:
             raise _refuse(path, CONFIG_FILE, f"lists an invalid file entry {name!r}: {digest!r}")
         file = path / name
+        if name == CARD_FILE:
+            continue  # documentation the Hub invites to edit or delete: read as it is (_read_card)
         if not file.is_file():
             raise _refuse(path, name, f"is missing (listed in {CONFIG_FILE})")
         if _sha256(file) != digest:
@@ -451,6 +477,22 @@ def _load_model(path: Path):
     return model
 
 
+def _read_card(path: Path):
+    """The model card ``README.md`` (None when there is none); one that cannot be parsed is named in a warning."""
+    file = path / CARD_FILE
+    if not file.is_file():
+        return None
+    import yaml  # huggingface_hub's own dependency: it parses the metadata with yaml.safe_load
+    from huggingface_hub import ModelCard
+
+    try:
+        return ModelCard.load(file)
+    except (OSError, ValueError, TypeError, UnicodeDecodeError, yaml.YAMLError) as exc:  # e.g. a broken hand edit
+        warn(f"{os.fspath(file)!r} is not a valid model card ({type(exc).__name__}: {exc}); the classifier loads "
+             "without it (model_card_ is None) and a later save writes a new one.")
+        return None
+
+
 def _history(path: Path, records: list) -> pd.DataFrame:
     if not all(isinstance(r, dict) for r in records):
         raise _refuse(path, CONFIG_FILE, "has a 'history' that is not a list of JSON objects")
@@ -500,5 +542,7 @@ def load_classifier(cls, path, *, device="auto"):
     clf.classes_ = np.asarray(manifest["classes"])
     clf.is_pair_ = manifest["is_pair"]
     clf.history_ = history
+    clf.model_card_ = _read_card(path)
+    clf._loaded_base_model = manifest.get("base_model")
     clf.max_length_ = resolve_max_length(clf.max_length, model, tokenizer, is_pair=clf.is_pair_, warn=False)
     return clf

@@ -156,6 +156,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         Whether the model was trained on sentence pairs.
     max_length_ : int
         The token limit inputs are cut to: ``max_length`` within the model's limit.
+    model_card_ : huggingface_hub.ModelCard or None
+        The card :meth:`load` read (kept by :meth:`save`); None after ``fit``.
 
     Examples
     --------
@@ -383,6 +385,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         self.history_ = history_frame(net)
         self.is_pair_ = is_pair
         self.max_length_ = max_length
+        self.model_card_ = None  # the card of a loaded model describes other weights
+        self.__dict__.pop("_loaded_base_model", None)
         self._warn_if_single_class(clean_valid, encoding.subset(train_idx), targets[train_idx], seed)
         return self
 
@@ -409,28 +413,13 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
                   accelerator=None):
         metric_name = "valid_" + metric.name
         return make_net(
-            model,
-            train_dataset=train_set,
-            valid_dataset=valid_set,
-            mask_token_id=tokenizer.mask_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-            masking_strategy=self.masking_strategy,
-            max_masking_ratio=float(self.max_masking_ratio),
-            max_epochs=self.max_epochs,
-            batch_size=self.batch_size,
-            learning_rate=self.learning_rate,
-            weight_decay=self.weight_decay,
-            warmup_ratio=self.warmup_ratio,
-            device=device,
-            autocast_dtype=dtype,
-            seed=seed,
-            metric_name=metric_name,
-            metric=metric,
-            n_classes=n_classes,
-            verbose=self.verbose,
-            lr_schedule=self.lr_schedule,
-            group_by_length=self.group_by_length,
-            accelerator=accelerator,
+            model, train_dataset=train_set, valid_dataset=valid_set, mask_token_id=tokenizer.mask_token_id,
+            pad_token_id=tokenizer.pad_token_id, masking_strategy=self.masking_strategy,
+            max_masking_ratio=float(self.max_masking_ratio), max_epochs=self.max_epochs, batch_size=self.batch_size,
+            learning_rate=self.learning_rate, weight_decay=self.weight_decay, warmup_ratio=self.warmup_ratio,
+            device=device, autocast_dtype=dtype, seed=seed, metric_name=metric_name, metric=metric,
+            n_classes=n_classes, verbose=self.verbose, lr_schedule=self.lr_schedule,
+            group_by_length=self.group_by_length, accelerator=accelerator,
         )
 
     def _selection_metric(self):
@@ -495,15 +484,9 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of float32, shape (n_samples, n_classes)
         """
-        return predict_logits(
-            self.model_,
-            encoding,
-            pad_token_id=self.tokenizer_.pad_token_id,
-            batch_size=self.inference_batch_size_,
-            device=self.device_,
-            dtype=self.inference_dtype_,
-            input_ids=input_ids,
-        )
+        return predict_logits(self.model_, encoding, pad_token_id=self.tokenizer_.pad_token_id,
+                              batch_size=self.inference_batch_size_, device=self.device_,
+                              dtype=self.inference_dtype_, input_ids=input_ids)
 
     @reports_truncation_once
     def decision_function(self, X) -> np.ndarray:
@@ -563,12 +546,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         labels = check_labels(y, len(predicted), "y", owner=type(self).__name__)
         unseen = sorted(set(labels.tolist()) - set(self.classes_.tolist()), key=str)
         if unseen:
-            warnings.warn(
-                f"y contains {len(unseen)} label(s) not seen in training ({unseen[:5]}); "
-                "they are counted as errors.",
-                UserWarning,
-                stacklevel=2,
-            )
+            warnings.warn(f"y contains {len(unseen)} label(s) not seen in training ({unseen[:5]}); they are counted "
+                          "as errors.", UserWarning, stacklevel=2)
         return float(accuracy_score(labels, predicted, sample_weight=sample_weight))
 
     # ------------------------------------------------------------------ explanations and faithfulness
@@ -640,15 +619,44 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         return in_distribution_report(self, X_calib, X_test, y_test, method=method, **options)
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path) -> Path:
+    def model_card(self, results=None, *, dataset=None, split="test", model_name=None):
+        """The Hugging Face model card (``README.md``) that :meth:`save` writes (docs/classifier.md).
+
+        Parameters
+        ----------
+        results : object or list, optional
+            Measured results, written as ``model-index`` entries and tables: a
+            study result (its model with this ``max_masking_ratio``), a
+            faithfulness or erasure report, a frame of RACU/ACU rows, of curves
+            with a ``rand`` curve, an in-distribution report, an erasure
+            summary, a mapping such as ``{"accuracy": 0.91}``, or a list of
+            these.  None: a loaded classifier's card as read (``model_card_``),
+            else a card without results.
+        dataset : str, optional
+            The data of the results (a Hub dataset id where there is one);
+            default ``self.dataset`` or the study's data name.
+        split : str or None, default="test"
+        model_name : str, optional
+            The card's title and ``model-index`` name.
+
+        Returns
+        -------
+        huggingface_hub.ModelCard
+        """
+        check_is_fitted(self)
+        from ._model_card import classifier_card
+
+        return classifier_card(self, results, dataset=dataset, split=split, model_name=model_name)
+
+    def save(self, path, *, card=None) -> Path:
         """Save the fitted classifier to a directory (no pickle).
 
         Writes the model in Hugging Face format (``model.safetensors`` and
-        ``config.json``), the tokenizer, and ``fmmlearn.json`` with the
-        estimator's parameters, ``classes_``, the training history and the
-        SHA-256 of every file.  Atomic: the files go to a temporary sibling
-        directory that then replaces ``path``, so an interrupted save leaves
-        the previous one intact (docs/reliability.md).
+        ``config.json``), the tokenizer, the model card ``README.md`` and
+        ``fmmlearn.json`` with the estimator's parameters, ``classes_``, the
+        training history and the SHA-256 of every file.  Atomic: the files go
+        to a temporary sibling directory that then replaces ``path``, so an
+        interrupted save leaves the previous one intact (docs/reliability.md).
 
         Parameters
         ----------
@@ -656,6 +664,9 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
             A new directory (created with its parents), an empty one, or an
             earlier save, which is replaced.  A non-empty directory that
             ``save`` did not write is refused (``ValueError``).
+        card : huggingface_hub.ModelCard, optional
+            The card to write, e.g. ``clf.model_card(results=...)``; default
+            :meth:`model_card` (a loaded classifier keeps its card).
 
         Returns
         -------
@@ -663,7 +674,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         """
         from ._persistence import save_classifier
 
-        return save_classifier(self, path)
+        return save_classifier(self, path, card=self.model_card() if card is None else card)
 
     @classmethod
     def load(cls, path, *, device="auto") -> "FaithfulTextClassifier":

@@ -31,6 +31,7 @@ LAYERS = (
     ("explanation",),
     ("ood",),
     ("faithfulness",),
+    ("_model_card",),
     ("classifier",),
     ("study",),
     ("cli",),

@@ -80,7 +80,7 @@ def test_manifest_records_the_format_version_and_the_sha256_of_every_file(saved)
     manifest = _manifest(saved)
     assert manifest["format_version"] == persistence.FORMAT_VERSION == 1
     on_disk = sorted(p.name for p in saved.iterdir() if p.name != "fmmlearn.json")
-    assert sorted(manifest["files"]) == on_disk and "model.safetensors" in on_disk
+    assert sorted(manifest["files"]) == on_disk and {"model.safetensors", "README.md"} <= set(on_disk)
     for name, digest in manifest["files"].items():
         assert hashlib.sha256((saved / name).read_bytes()).hexdigest() == digest
 
@@ -311,6 +311,7 @@ PUBLIC_CALLS = {
     "random_masking_curve": lambda c, X, y: c.random_masking_curve(X, y, ratios=[0, 1]),
     "in_distribution_report": lambda c, X, y: c.in_distribution_report(X, X, y, ratios=[0, 1]),
     "hidden_state_features": lambda c, X, y: hidden_state_features(c, X),
+    "model_card": lambda c, X, y: c.model_card(results={"accuracy": c.score(X, y)}, dataset="toy"),
 }
 
 

@@ -194,7 +194,8 @@ def test_no_pickle_is_written_anywhere_in_the_cache(cached_run):
     names = [p.name for p in cache.rglob("*") if p.is_file()]
     assert names and not [n for n in names if n.endswith((".pkl", ".pickle", ".joblib", ".bin", ".pt"))]
     suffixes = {p.suffix for p in cache.rglob("*") if p.is_file()}
-    assert suffixes <= {".json", ".npy", ".safetensors", ".txt"}, suffixes
+    # .md: the model card (README.md) of each saved model, Markdown with YAML metadata (read by safe_load)
+    assert suffixes <= {".json", ".md", ".npy", ".safetensors", ".txt"}, suffixes
 
 
 def test_a_second_writer_of_the_same_entry_keeps_the_first_and_interleaves_nothing(tmp_path):
