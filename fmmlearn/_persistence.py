@@ -33,7 +33,6 @@ import os
 import shutil
 import tempfile
 import uuid
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +41,7 @@ from sklearn.utils._param_validation import InvalidParameterError, validate_para
 from sklearn.utils.validation import check_is_fitted
 
 from ._version import __version__
+from ._warnings import warn
 from ._processes import is_main_process
 from .modeling import quiet_transformers, resolve_device, resolve_max_length, resolve_model_path
 
@@ -344,9 +344,8 @@ def _read_manifest(path: Path) -> dict:
 def _verify_files(path: Path, manifest: dict) -> None:
     """Every file listed has its recorded SHA-256, and no loadable file is unlisted."""
     if manifest.get("format_version", 0) < 1:
-        warnings.warn(f"{os.fspath(path)!r} was saved by fmmlearn {manifest.get('fmmlearn_version', '?')} without "
-                      "checksums, so its files cannot be verified; save it again to add them.", UserWarning,
-                      stacklevel=4)
+        warn(f"{os.fspath(path)!r} was saved by fmmlearn {manifest.get('fmmlearn_version', '?')} without "
+             "checksums, so its files cannot be verified; save it again to add them.")
         return
     listed = manifest["files"]
     for name, digest in listed.items():

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numbers
 import os
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -563,12 +562,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         labels = check_labels(y, len(predicted), "y", owner=type(self).__name__)
         unseen = sorted(set(labels.tolist()) - set(self.classes_.tolist()), key=str)
         if unseen:
-            warnings.warn(
-                f"y contains {len(unseen)} label(s) not seen in training ({unseen[:5]}); "
-                "they are counted as errors.",
-                UserWarning,
-                stacklevel=2,
-            )
+            warn(f"y contains {len(unseen)} label(s) not seen in training ({unseen[:5]}); they are counted as "
+                 "errors.")
         return float(accuracy_score(labels, predicted, sample_weight=sample_weight))
 
     # ------------------------------------------------------------------ explanations and faithfulness

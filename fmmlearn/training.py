@@ -13,7 +13,6 @@ schedule counted in examples).
 
 from __future__ import annotations
 
-import warnings
 from functools import partial
 from typing import Callable
 
@@ -25,6 +24,7 @@ from skorch.helper import predefined_split
 from skorch.utils import TeeGenerator
 from torch.utils.data import DataLoader, Dataset
 
+from ._warnings import warn
 from .distributed import AcceleratedTrainingMixin
 from .encoding import Encoding, collate, length_grouped_batches
 from .masking import mask_training_batch, maskable_positions, random_max_masking
@@ -229,11 +229,9 @@ def reference_warmup_decay(total_examples: int, warmup_ratio: float) -> Callable
     """
     warmup = int(warmup_ratio * total_examples)
     if warmup == 0:
-        warnings.warn(
-            f"lr_schedule='reference' with S = max_epochs * n_train_examples = {total_examples} and warmup_ratio="
-            f"{warmup_ratio:g} gives W = 0 warm-up steps, where the reference schedule returns lr * step (the "
-            "learning rate grows without bound); use lr_schedule='linear' unless you need this quirk.",
-            UserWarning, stacklevel=3)
+        warn(f"lr_schedule='reference' with S = max_epochs * n_train_examples = {total_examples} and warmup_ratio="
+   f"{warmup_ratio:g} gives W = 0 warm-up steps, where the reference schedule returns lr * step (the "
+   "learning rate grows without bound); use lr_schedule='linear' unless you need this quirk.")
 
         def step_itself(step: int) -> float:
             return float(step)

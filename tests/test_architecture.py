@@ -4,7 +4,9 @@
   lower layers -- never from its own layer, so two units of one layer cannot depend on each other;
 * the import graph has no circle, between modules (inside a package too) or between packages;
 * no module imports another package's private module (``fmmlearn.pkg._x`` is for ``pkg`` only);
-* rooms a newcomer can hold in their head: no module over 700 lines, no function body over 120.
+* rooms a newcomer can hold in their head: no module over 700 lines, no function body over 120;
+* every warning goes through ``fmmlearn._warnings.warn`` (attributed to the user's line, shown once
+  per call): no direct ``warnings.warn`` elsewhere.
 
 Module-level and function-level imports count alike, so a lazy import inside a function is
 seen too.
@@ -181,7 +183,46 @@ def test_rooms_a_newcomer_can_hold_in_their_head(path):
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines (docstring not counted): {long}"
 
 
+#: Modules allowed to call :mod:`warnings` directly, and why.
+DIRECT_WARNINGS = {
+    # the helper itself
+    "fmmlearn._warnings": "warn",
+    # re-emits a warning pandas raised while reading a table, at pandas' own file and line
+    "fmmlearn.cli._io": "warn_explicit",
+}
+
+
+def _direct_warnings(source: str) -> list:
+    """``(line, call)`` of every ``warnings.warn``/``warn_explicit`` call and ``from warnings import warn``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "warnings" \
+                and node.func.attr in ("warn", "warn_explicit"):
+            found.append((node.lineno, node.func.attr))
+        elif isinstance(node, ast.ImportFrom) and node.module == "warnings" \
+                and any(alias.name in ("warn", "warn_explicit") for alias in node.names):
+            found.append((node.lineno, "from warnings import"))
+    return found
+
+
+def test_every_warning_goes_through_the_one_helper():
+    offenders = []
+    for module, path in MODULES.items():
+        allowed = DIRECT_WARNINGS.get(module)
+        offenders += [f"{path.relative_to(PACKAGE)}:{line} {call}" for line, call in
+                      _direct_warnings(path.read_text(encoding="utf-8")) if call != allowed]
+    assert not offenders, ("warn through fmmlearn._warnings.warn (the user's line, once per call), not directly: "
+                           + ", ".join(offenders))
+
+
 # --------------------------------------------------------------------------- the checks can fail
+
+
+def test_the_warning_reader_sees_direct_calls_and_imports():
+    source = ("import warnings\nfrom warnings import warn\nfrom .._warnings import warn as w\n"
+              "warnings.warn('x', UserWarning, stacklevel=2)\nw('fine')\nwarnings.catch_warnings()\n")
+    assert _direct_warnings(source) == [(2, "from warnings import"), (4, "warn")]
 
 
 def test_the_cycle_finder_sees_a_circle_inside_one_layer():

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -35,7 +34,7 @@ from .._bootstrap import mean_ci
 from .._labels import resolve_targets
 from .._random import derive_seed, resolve_seed
 from .._validation import check_segment
-from .._warnings import reports_truncation_once
+from .._warnings import reports_truncation_once, warn
 from ..encoding import Encoding
 from ..exceptions import FaithfulnessWarning
 from ..explainer_masking import eligible_masks, finite_scores
@@ -541,9 +540,9 @@ def erasure_metrics(
         _check_calibration_size(masf, len(clf.encode(X_calib, "X_calib")))
     certified = masf is not None
     if not certified:
-        warnings.warn("no X_calib or fitted masf: the erasure metrics are not certified in-distribution "
-                      "(ood_share is NaN, valid is <NA>). Perturbed inputs are often out of distribution for a "
-                      "model fine-tuned without masking; see docs/erasure.md.", FaithfulnessWarning, stacklevel=2)
+        warn("no X_calib or fitted masf: the erasure metrics are not certified in-distribution "
+             "(ood_share is NaN, valid is <NA>). Perturbed inputs are often out of distribution for a "
+             "model fine-tuned without masking; see docs/erasure.md.", FaithfulnessWarning)
     elif calib is None:
         _check_resolution(masf, alpha)
 
@@ -586,6 +585,5 @@ def _warn_empty_k(plan: pd.DataFrame, grid: np.ndarray) -> None:
     selected = plan.groupby("k")["n_selected"].max()
     empty = [k for k in grid.tolist() if selected.get(k, 0) == 0]
     if empty:
-        warnings.warn(f"k={empty} selects no token in any example (floor(k * n) = 0 for every example's n "
-                      "eligible tokens); those rows are NaN and AOPC averages the other k.", FaithfulnessWarning,
-                      stacklevel=3)
+        warn(f"k={empty} selects no token in any example (floor(k * n) = 0 for every example's n "
+             "eligible tokens); those rows are NaN and AOPC averages the other k.", FaithfulnessWarning)

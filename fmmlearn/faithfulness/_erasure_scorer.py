@@ -11,6 +11,7 @@ import pandas as pd
 from .._random import derive_seed, resolve_seed
 from .._validation import check_segment
 from ..exceptions import FaithfulnessWarning
+from .._warnings import warn
 from ..importance import get_measure
 from ._erasure import AOPC, DEFAULT_K, ERASURE_MODES, REMOVALS, _check_choice, _check_real, check_k, erasure_metrics
 
@@ -76,14 +77,13 @@ class _ErasureScorer:
         row = summary[summary["k"].map(lambda v: v == self.aggregate)].iloc[0]
         value = float(row["mean"])
         if not np.isfinite(value):
-            warnings.warn(f"no example has a rationale at k={self.aggregate!r} (texts too short for the k grid); "
-                          "the erasure score is NaN.", FaithfulnessWarning, stacklevel=2)
+            warn(f"no example has a rationale at k={self.aggregate!r} (texts too short for the k grid); "
+                 "the erasure score is NaN.", FaithfulnessWarning)
             return float("nan")
         if self.X_calib is not None and row["valid"] is not pd.NA and not bool(row["valid"]):
-            warnings.warn(f"{row['ood_share']:.0%} of the perturbed inputs are out of distribution for this model "
-                          f"(MaSF p < {self.alpha:g}; at most {self.max_invalid_factor * self.alpha:.0%} allowed), "
-                          f"so its {self.mode} is not valid; the erasure score is NaN.", FaithfulnessWarning,
-                          stacklevel=2)
+            warn(f"{row['ood_share']:.0%} of the perturbed inputs are out of distribution for this model "
+                 f"(MaSF p < {self.alpha:g}; at most {self.max_invalid_factor * self.alpha:.0%} allowed), "
+                 f"so its {self.mode} is not valid; the erasure score is NaN.", FaithfulnessWarning)
             return float("nan")
         # ERASER: comprehensiveness is greater-is-better, sufficiency lower-is-better.
         return value if self.mode == "comprehensiveness" else -value

@@ -88,8 +88,8 @@ class _FaithfulnessScorer:
         encoding = estimator.encode(X)
         target_idx, _ = gold_targets(estimator, encoding, y)
         if not _has_eligible(estimator, encoding, self.segment):
-            warnings.warn(f"no token of X can be masked (segment={self.segment!r}); the faithfulness score is "
-                          "NaN.", FaithfulnessWarning, stacklevel=2)
+            warn(f"no token of X can be masked (segment={self.segment!r}); the faithfulness score is "
+                 "NaN.", FaithfulnessWarning)
             return float("nan")
         options = dict(ratios=self.ratios, segment=self.segment, metric=self.metric, endpoints={})
         seed = resolve_seed(self.random_state, 0)
