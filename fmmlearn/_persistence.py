@@ -402,7 +402,7 @@ def _checked_params(cls, path: Path, manifest: dict, device) -> dict:
     """The stored parameters, validated with the estimator's constraints; ``model`` and ``device`` set."""
     params = dict(manifest["params"])
     known = set(cls._get_param_names())
-    unknown = sorted(set(params) - known)
+    unknown = sorted(name for name in set(params) - known if not name.startswith("net__"))
     if unknown:
         raise _refuse(path, CONFIG_FILE, f"has parameters {unknown} that {cls.__name__} does not take (written by "
                       f"fmmlearn {manifest.get('fmmlearn_version', '?')})", "Upgrade fmmlearn to load it.")

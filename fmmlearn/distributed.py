@@ -310,7 +310,8 @@ class AcceleratedTrainingMixin(AccelerateMixin):
             return loader
         sampler = ProcessBatchSampler(loader.batch_sampler, self.accelerator.process_index,
                                       self.accelerator.num_processes)
-        return _epoch_loader_class()(loader.dataset, batch_sampler=sampler, collate_fn=loader.collate_fn)
+        return _epoch_loader_class()(loader.dataset, batch_sampler=sampler, collate_fn=loader.collate_fn,
+                                     **self.loader_options(training))
 
     def train_step(self, batch, **fit_params):
         with self.accelerator.accumulate(self.module_):

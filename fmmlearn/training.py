@@ -432,7 +432,14 @@ class MaskedFineTuningNet(NeuralNet):
                                              group_by_length=self.group_by_length)
         else:   # evaluation order does not change any result: longest first, least padding
             sampler = LengthGroupedBatchSampler(lengths, self.batch_size, False, self.order_rng_)
-        return DataLoader(dataset, batch_sampler=sampler, collate_fn=partial(self._collate, dataset, training))
+        return DataLoader(dataset, batch_sampler=sampler, collate_fn=partial(self._collate, dataset, training),
+                          **self.loader_options(training))
+
+    def loader_options(self, training: bool) -> dict:
+        """The ``iterator_train__``/``iterator_valid__`` settings (e.g. ``pin_memory``) for the ``DataLoader``."""
+        options = self.get_params_for("iterator_train" if training else "iterator_valid")
+        options.pop("batch_size", None)  # skorch fills it in from ``batch_size``: the batch sampler has it
+        return options
 
     def _collate(self, dataset: EncodedDataset, training: bool, indices: list):
         batch = collate(dataset.encoding, indices, self.pad_token_id)
@@ -543,6 +550,8 @@ def make_net(
     lr_schedule: str = "linear",
     group_by_length: bool = True,
     accelerator=None,
+    callbacks=None,
+    net_params: dict | None = None,
 ) -> MaskedFineTuningNet:
     """Assemble the skorch net for one fit (AdamW, schedule, selection, progress).
 
@@ -551,7 +560,11 @@ def make_net(
     (:func:`training_batch_sampler`).  With an ``accelerate.Accelerator`` the
     net is an :class:`AcceleratedMaskedFineTuningNet` (data-parallel, docs/scaling.md):
     the schedule counts this process's optimisation steps, and Accelerate's
-    mixed precision replaces ``autocast_dtype``.
+    mixed precision replaces ``autocast_dtype``.  ``callbacks`` (skorch
+    callbacks or ``(name, callback)`` pairs) run after fmmlearn's own;
+    ``net_params`` (the estimator's ``net__`` parameters, prefix removed) are
+    passed to the net last.  With another ``optimizer`` than AdamW, AdamW's
+    ``betas`` and ``eps`` are not passed.
     """
     steps_per_epoch = -(-len(train_dataset) // batch_size)
     net_class, options = MaskedFineTuningNet, {"device": str(device), "autocast_dtype": autocast_dtype}
@@ -567,8 +580,10 @@ def make_net(
     has_valid = valid_dataset is not None
     schedule = lr_multiplier(lr_schedule, max_epochs=max_epochs, n_train_examples=len(train_dataset),
                              batch_size=batch_size, warmup_ratio=warmup_ratio, steps_per_epoch=steps_per_epoch)
-    return net_class(
-        model,
+    net_params = dict(net_params or {})
+    if net_params.get("optimizer", torch.optim.AdamW) is torch.optim.AdamW:
+        options.update(optimizer__betas=(0.9, 0.999), optimizer__eps=1e-8)
+    settings = dict(
         mask_token_id=mask_token_id,
         pad_token_id=pad_token_id,
         masking_strategy=masking_strategy,
@@ -578,8 +593,6 @@ def make_net(
         criterion=torch.nn.CrossEntropyLoss,
         optimizer=torch.optim.AdamW,
         optimizer__weight_decay=weight_decay,
-        optimizer__betas=(0.9, 0.999),
-        optimizer__eps=1e-8,
         optimizer__param_groups=no_decay_param_groups(),
         lr=learning_rate,
         max_epochs=max_epochs,
@@ -593,10 +606,10 @@ def make_net(
             n_classes=n_classes,
             verbose=verbose,
             lr_lambda=schedule,
-        ),
+        ) + list(callbacks or []),
         verbose=max(0, int(verbose) - 1),
-        **options,
     )
+    return net_class(model, **{**settings, **options, **net_params})  # the estimator's net__ settings last
 
 
 def history_frame(net: NeuralNet):
