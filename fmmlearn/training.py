@@ -459,7 +459,8 @@ class MaskedFineTuningNet(NeuralNet):
     def train_step_single(self, batch, **fit_params):
         if self.grad_scaler_ is None:
             return super().train_step_single(batch, **fit_params)
-        self._set_training(True)
+        self.module_.train()
+        self.criterion_.train()
         x, y = batch
         y_pred = self.infer(x, **fit_params)
         loss = self.get_loss(y_pred, y, X=x, training=True)
