@@ -125,20 +125,20 @@ class NetRoutingMixin:
     """``net__`` keyword arguments as estimator parameters (:func:`get_params`, :func:`set_params`).
 
     The estimator's ``__init__`` takes ``**net_params`` and calls
-    :meth:`_set_net_params`; an unprefixed unknown keyword is a ``TypeError``,
-    as without ``**``.
+    :meth:`_set_net_params`, which stores them as they are (scikit-learn's
+    rule: ``__init__`` only stores); ``fit`` refuses a name without the
+    ``net__`` prefix (a ``TypeError``, as a misspelt keyword would be
+    without ``**``) or one that cannot be routed (:func:`check_net_params`).
     """
 
     def _set_net_params(self, params: dict) -> None:
-        unknown = sorted(name for name in params if not name.startswith(NET_PREFIX))
-        if unknown:
-            raise TypeError(f"{type(self).__name__}.__init__() got unexpected keyword argument(s) {unknown}; "
-                            f"settings of the skorch net are passed as {NET_PREFIX}<name> (docs/classifier.md).")
+        names = getattr(self, "_extra_param_names", ())
+        self._extra_param_names = tuple(dict.fromkeys([*names, *params]))
         vars(self).update(params)
 
     def get_params(self, deep=True):
         params = super().get_params(deep=deep)
-        params.update({name: value for name, value in vars(self).items() if name.startswith(NET_PREFIX)})
+        params.update({name: getattr(self, name) for name in getattr(self, "_extra_param_names", ())})
         return params
 
     def set_params(self, **params):
@@ -149,5 +149,9 @@ class NetRoutingMixin:
 
     def _net_params(self) -> dict:
         """The ``net__`` parameters, checked, as net keyword arguments."""
-        return check_net_params({name: value for name, value in vars(self).items() if name.startswith(NET_PREFIX)},
-                                type(self).__name__)
+        extra = {name: getattr(self, name) for name in getattr(self, "_extra_param_names", ())}
+        unknown = sorted(name for name in extra if not name.startswith(NET_PREFIX))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} got unexpected keyword argument(s) {unknown}; settings of the "
+                            f"skorch net are passed as {NET_PREFIX}<name> (docs/classifier.md).")
+        return check_net_params(extra, type(self).__name__)

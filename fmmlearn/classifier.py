@@ -304,6 +304,9 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         >>> clf.fit(ds.train.data, ds.train.target,                                      # doctest: +SKIP
         ...         validation_data=(ds.validation.data, ds.validation.target))
         """
+        unknown = sorted(k for k in overrides if k not in cls._get_param_names() and not k.startswith("net__"))
+        if unknown:
+            raise TypeError(f"{cls.__name__}.for_paper_dataset() got unexpected keyword argument(s) {unknown}.")
         return cls(**{**paper_params(name), **overrides})
 
     # ------------------------------------------------------------------ sklearn plumbing

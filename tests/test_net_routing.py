@@ -137,9 +137,10 @@ def test_a_net_parameter_that_cannot_be_routed_is_refused_before_the_model_loads
     assert expected in str(info.value)
 
 
-def test_an_unprefixed_unknown_keyword_is_a_type_error():
+def test_an_unprefixed_unknown_keyword_is_a_type_error_at_fit():
+    clf = FaithfulTextClassifier(model="/nonexistent/model", max_epoch=3)  # __init__ only stores (sklearn's rule)
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['max_epoch'\].*net__<name>"):
-        FaithfulTextClassifier(max_epoch=3)
+        clf.fit(["a", "b"], [0, 1])
     with pytest.raises(TypeError, match="max_epoch"):
         FaithfulTextClassifier.for_paper_dataset("sst2", max_epoch=3)
     with pytest.raises(ValueError, match="Invalid parameter 'max_epoch'"):

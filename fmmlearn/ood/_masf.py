@@ -8,9 +8,10 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
+from .._validation import StrictInterval
 from .._warnings import warn
 from ._checks import _check_dtype, _check_features
 from ._combine import _REFERENCE_FISHER_EPS, _simes_of_sorted
@@ -121,7 +122,7 @@ class MaSF(BaseEstimator):
         "calibration": [StrOptions(set(CALIBRATIONS))],
         "fold_fractions": ["array-like", StrOptions({"auto"})],
         "dtype": [StrOptions({"float32", "float16"}), type, np.dtype],
-        "chunk_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "chunk_size": [StrictInterval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
     }
 
