@@ -26,7 +26,7 @@ NOT_WRAPPED = {
     "load_paper_dataset": "a name checked against the registry of paper datasets",
     # Not declared yet: their arguments are checked by hand inside the function (issue 23 follow-up;
     # the numbers and counts among them refuse bools by hand, e.g. erasure_metrics' _check_count).
-    **dict.fromkeys(["explain", "erasure_metrics", "make_erasure_scorer", "faithfulness_score",
+    **dict.fromkeys(["make_erasure_scorer", "faithfulness_score",
                      "faithfulness_curve", "random_masking_curve", "acu", "racu", "compute_importance",
                      "summarize_pvalues", "min_calibration_size", "explanation_html", "report_html",
                      "plot_faithfulness", "plot_erasure", "plot_in_distribution", "load_tweet_sentiment",
