@@ -216,7 +216,51 @@ def test_every_warning_goes_through_the_one_helper():
                            + ", ".join(offenders))
 
 
+#: Tokenizer methods that turn text into ids or ids into text.
+_TEXT_METHODS = {"encode", "encode_plus", "batch_encode_plus", "decode", "batch_decode", "convert_tokens_to_string",
+                 "__call__"}
+
+
+def _tokenizer_text_calls(source: str) -> list:
+    """``(line, call)`` of every call that tokenizes text or decodes ids with a tokenizer.
+
+    A tokenizer is a name or attribute called ``tokenizer``/``tokenizer_`` (how fmmlearn names it
+    everywhere); calling it, or one of :data:`_TEXT_METHODS` on it, counts.
+    """
+    def is_tokenizer(node) -> bool:
+        return (isinstance(node, ast.Name) and node.id in ("tokenizer", "tokenizer_")) or \
+            (isinstance(node, ast.Attribute) and node.attr in ("tokenizer", "tokenizer_"))
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        if is_tokenizer(node.func):
+            found.append((node.lineno, "tokenizer(...)"))
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in _TEXT_METHODS and is_tokenizer(node.func.value):
+            found.append((node.lineno, f"tokenizer.{node.func.attr}"))
+    return found
+
+
+def test_text_is_tokenized_once_in_encoding_and_never_decoded():
+    offenders = []
+    for module, path in MODULES.items():
+        if module == "fmmlearn.encoding":
+            continue
+        offenders += [f"{path.relative_to(PACKAGE)}:{line} {call}"
+                      for line, call in _tokenizer_text_calls(path.read_text(encoding="utf-8"))]
+    assert not offenders, ("tokenize through fmmlearn.encoding.encode and work on its ids (never decode and "
+                           "re-tokenize): " + ", ".join(offenders))
+    assert _tokenizer_text_calls((PACKAGE / "encoding.py").read_text(encoding="utf-8")), "the reader sees no call"
+
+
 # --------------------------------------------------------------------------- the checks can fail
+
+
+def test_the_tokenizer_reader_sees_calls_and_decodes():
+    source = ("ids = clf.tokenizer_(texts)\ntext = tokenizer.decode(ids)\nclf.encode(X)\n"
+              "tokenizer.convert_ids_to_tokens(ids)\n")
+    assert _tokenizer_text_calls(source) == [(1, "tokenizer(...)"), (2, "tokenizer.decode")]
 
 
 def test_the_warning_reader_sees_direct_calls_and_imports():
