@@ -465,8 +465,10 @@ def test_scorer_is_nan_when_not_valid(toy_models, toy_data):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"method": "loo"}, "method must be one of"),
-    ({"mode": "both"}, "mode must be one of"),
-    ({"removal": "drop"}, "removal must be one of"),
+    ({"mode": "both"}, "'mode' parameter of make_erasure_scorer must be a str among"),
+    ({"removal": "drop"}, "'removal' parameter of make_erasure_scorer must be a str among"),
+    ({"alpha": True}, "'alpha' parameter of make_erasure_scorer"),
+    ({"max_samples": True}, "'max_samples' parameter of make_erasure_scorer"),
     ({"k": [0, 0.5]}, "k must lie"),
     ({"aggregate": 0.3}, "aggregate must be"),
     ({"aggregate": "mean"}, "aggregate must be"),

@@ -161,15 +161,6 @@ def _check_choice(value, name: str, choices: tuple) -> str:
     return value
 
 
-def _check_real(value, name: str, low: float, high: float | None, *, closed_high: bool) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
-    ok = ok and value > low and (high is None or (value <= high if closed_high else value < high))
-    if not ok:
-        bounds = f"({low:g}, {'inf' if high is None else f'{high:g}'}{']' if closed_high else ')'}"
-        raise ValueError(f"{name} must be a number in {bounds}, got {value!r}.")
-    return float(value)
-
-
 def _checked_method(method, importances, method_params: dict):
     """The measure to compute (``None`` with precomputed importances) and the label of the rows."""
     if importances is not None:

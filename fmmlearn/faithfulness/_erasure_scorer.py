@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from .._random import derive_seed, resolve_seed
-from .._validation import check_segment
+from .._validation import SEGMENTS, StrictInterval, positive_int
 from ..exceptions import FaithfulnessWarning
 from .._warnings import warn
 from ..importance import get_measure
-from ._erasure import AOPC, DEFAULT_K, ERASURE_MODES, REMOVALS, _check_choice, _check_real, check_k, erasure_metrics
+from ._erasure import AOPC, DEFAULT_K, ERASURE_MODES, REMOVALS, _check_choice, check_k, erasure_metrics
 
 __all__ = ["make_erasure_scorer"]
 
@@ -89,6 +91,13 @@ class _ErasureScorer:
         return value if self.mode == "comprehensiveness" else -value
 
 
+@validate_params(
+    {"mode": [StrOptions(set(ERASURE_MODES))], "removal": [StrOptions(set(REMOVALS))],
+     "segment": [StrOptions(set(SEGMENTS))], "alpha": [StrictInterval(numbers.Real, 0, 1, closed="neither")],
+     "max_invalid_factor": [StrictInterval(numbers.Real, 0, math.inf, closed="neither")],
+     "max_samples": [positive_int(), None]},
+    prefer_skip_nested_validation=True,
+)
 def make_erasure_scorer(
     method="loo-sign",
     *,
@@ -160,8 +169,6 @@ def make_erasure_scorer(
     """
     measure = get_measure(method)
     measure.bind({key: v for key, v in method_params.items() if key not in _FORWARD_OPTIONS})
-    _check_choice(mode, "mode", ERASURE_MODES)
-    _check_choice(removal, "removal", REMOVALS)
     grid = tuple(check_k(k).tolist())
     if isinstance(aggregate, str):
         _check_choice(aggregate, "aggregate", (AOPC,))
@@ -169,12 +176,6 @@ def make_erasure_scorer(
         raise ValueError(f"aggregate must be 'aopc' or one of k={grid}, got {aggregate!r}.")
     else:
         aggregate = float(aggregate)
-    check_segment(segment)
-    _check_real(alpha, "alpha", 0.0, 1.0, closed_high=False)
-    _check_real(max_invalid_factor, "max_invalid_factor", 0.0, None, closed_high=False)
-    if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, numbers.Integral)
-                                    or max_samples < 1):
-        raise ValueError(f"max_samples must be a positive integer, got {max_samples!r}.")
     resolve_seed(random_state, 0)
     return _ErasureScorer(measure.name, mode, grid, aggregate, removal, segment, X_calib, alpha, max_invalid_factor,
                           random_state, max_samples, method_params)
