@@ -254,7 +254,29 @@ def test_text_is_tokenized_once_in_encoding_and_never_decoded():
     assert _tokenizer_text_calls((PACKAGE / "encoding.py").read_text(encoding="utf-8")), "the reader sees no call"
 
 
+def _seed_arithmetic(source: str) -> list:
+    """Lines that add a number to a seed (``seed + 1``): a derived seed made outside ``fmmlearn._random``."""
+    def is_seed(node) -> bool:
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return "seed" in name.lower()
+
+    return [node.lineno for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+            and (is_seed(node.left) or is_seed(node.right))]
+
+
+def test_every_derived_seed_comes_from_the_random_module():
+    offenders = [f"{path.relative_to(PACKAGE)}:{line}" for module, path in MODULES.items()
+                 if module != "fmmlearn._random" for line in _seed_arithmetic(path.read_text(encoding="utf-8"))]
+    assert not offenders, ("derive seeds with fmmlearn._random (derive_seed, or offset_seed for the old "
+                           "seed + k streams): " + ", ".join(offenders))
+
+
 # --------------------------------------------------------------------------- the checks can fail
+
+
+def test_the_seed_reader_sees_arithmetic_on_seeds():
+    assert _seed_arithmetic("a = seed + 1\nb = self.random_seed - 2\nc = n + 1\nd = derive_seed(seed, 1)\n") == [1, 2]
 
 
 def test_the_tokenizer_reader_sees_calls_and_decodes():
