@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import StrOptions, validate_params
 
-from .._random import derive_seed, resolve_seed
+from .._random import derive_seed, resolve_seed, sample_examples
 from .._validation import SEGMENTS, StrictInterval, positive_int
 from ..exceptions import FaithfulnessWarning
 from .._warnings import warn
@@ -58,12 +58,7 @@ class _ErasureScorer:
         return f"make_erasure_scorer({', '.join(shown)})"
 
     def _subsample(self, X, y):
-        if self.max_samples is None or len(y) <= self.max_samples:
-            return X, y
-        rng = np.random.default_rng(derive_seed(resolve_seed(self.random_state, 0), 3))
-        keep = np.sort(rng.choice(len(y), size=self.max_samples, replace=False))
-        rows = X.iloc[keep] if isinstance(X, (pd.Series, pd.DataFrame)) else [X[i] for i in keep]
-        return rows, np.asarray(y)[keep]
+        return sample_examples(X, y, self.max_samples, derive_seed(resolve_seed(self.random_state, 0), 3))
 
     def __call__(self, estimator, X, y, **kwargs) -> float:
         """Score a fitted classifier on ``(X, y)``; NaN with a warning if undefined or not valid."""
