@@ -36,7 +36,6 @@ import os
 import shutil
 import tempfile
 import uuid
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +44,7 @@ from sklearn.utils._param_validation import InvalidParameterError, validate_para
 from sklearn.utils.validation import check_is_fitted
 
 from ._version import __version__
+from ._warnings import warn
 from ._processes import is_main_process
 from ._warnings import warn
 from .modeling import quiet_transformers, resolve_device, resolve_max_length, resolve_model_path
@@ -368,9 +368,8 @@ def _read_manifest(path: Path) -> dict:
 def _verify_files(path: Path, manifest: dict) -> None:
     """Every file listed has its recorded SHA-256, and no loadable file is unlisted."""
     if manifest.get("format_version", 0) < 1:
-        warnings.warn(f"{os.fspath(path)!r} was saved by fmmlearn {manifest.get('fmmlearn_version', '?')} without "
-                      "checksums, so its files cannot be verified; save it again to add them.", UserWarning,
-                      stacklevel=4)
+        warn(f"{os.fspath(path)!r} was saved by fmmlearn {manifest.get('fmmlearn_version', '?')} without "
+             "checksums, so its files cannot be verified; save it again to add them.")
         return
     listed = manifest["files"]
     for name, digest in listed.items():
@@ -429,7 +428,7 @@ def _checked_params(cls, path: Path, manifest: dict, device) -> dict:
     """The stored parameters, validated with the estimator's constraints; ``model`` and ``device`` set."""
     params = dict(manifest["params"])
     known = set(cls._get_param_names())
-    unknown = sorted(set(params) - known)
+    unknown = sorted(name for name in set(params) - known if not name.startswith("net__"))
     if unknown:
         raise _refuse(path, CONFIG_FILE, f"has parameters {unknown} that {cls.__name__} does not take (written by "
                       f"fmmlearn {manifest.get('fmmlearn_version', '?')})", "Upgrade fmmlearn to load it.")

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["derive_seed", "generator", "offset_seed", "resolve_seed"]
+__all__ = ["derive_seed", "generator", "offset_seed", "resolve_seed", "sample_examples"]
 
 _MAX_SEED = 2**31 - 1
 
@@ -90,3 +90,17 @@ def offset_seed(seed: int, offset: int) -> int:
     (``offset`` 1 after the fit's seed).
     """
     return int(seed) + int(offset)
+
+
+def sample_examples(X, y, max_samples, seed: int):
+    """At most ``max_samples`` examples of ``(X, y)``, drawn uniformly without replacement, kept in input order.
+
+    The scorers' ``max_samples`` (:func:`fmmlearn.faithfulness.make_faithfulness_scorer`,
+    :func:`fmmlearn.faithfulness.make_erasure_scorer`); ``X`` a list or a pandas object, ``seed``
+    an integer from :func:`derive_seed`.
+    """
+    if max_samples is None or len(y) <= max_samples:
+        return X, y
+    keep = np.sort(np.random.default_rng(seed).choice(len(y), size=max_samples, replace=False))
+    rows = X.iloc[keep] if hasattr(X, "iloc") else [X[i] for i in keep]
+    return rows, np.asarray(y)[keep]

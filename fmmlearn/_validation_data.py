@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from ._labels import check_labels
+from ._random import offset_seed
 from .encoding import encode, validate_texts
 from .training import EncodedDataset, concat_encodings, mask_encoding, random_masker
 
@@ -59,7 +60,7 @@ def validation_dataset(encoding, targets, valid_part, tokenizer, is_pair, max_le
 
 def masked_validation(valid_set, tokenizer, max_masking_ratio: float, validation: str, seed):
     """The masked copy of the validation set, drawn once (as in the paper)."""
-    masker = random_masker(max_masking_ratio, tokenizer.mask_token_id, seed + 1)
+    masker = random_masker(max_masking_ratio, tokenizer.mask_token_id, offset_seed(seed, 1))
     masked = mask_encoding(valid_set.encoding, masker, tokenizer.pad_token_id)
     if validation == "masked":
         return EncodedDataset(masked, valid_set.targets.numpy())

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numbers
 import os
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._labels import check_labels
+from ._net_routing import NetRoutingMixin, check_callbacks
 from ._random import derive_seed, resolve_seed
 from ._validation import StrictInterval
 from ._validation_data import masked_validation, split_validation, validation_dataset
@@ -40,8 +40,12 @@ __all__ = ["FaithfulTextClassifier"]
 
 VALIDATION_MODES = ("both", "clean", "masked")
 
+#: Estimator parameters that :func:`fmmlearn.training.make_net` takes under the same name, as they are.
+NET_SETTINGS = ("masking_strategy", "max_epochs", "batch_size", "learning_rate", "weight_decay", "warmup_ratio",
+                "verbose", "lr_schedule", "group_by_length")
 
-class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
+
+class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
     """A transformer text classifier fine-tuned so its explanations can be checked.
 
     ``fit`` fine-tunes a Hugging Face sequence classifier with random token
@@ -141,6 +145,19 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         same seed on the same CPU gives identical predictions.
     verbose : int, default=0
         ``1`` shows a progress bar, ``2`` also skorch's per-epoch table.
+    callbacks : list or None, default=None
+        skorch callbacks (``skorch.callbacks.Callback``) or ``(name, callback)``
+        pairs, run in every ``fit`` after fmmlearn's own (learning-rate
+        schedule, selection metric, best-epoch restore, progress bar).  Like
+        skorch, ``fit`` uses (and initialises) the objects given.
+    **net_params
+        Settings of the skorch net, prefixed ``net__`` (skorch's routing one
+        level down), e.g. ``net__optimizer__betas=(0.9, 0.98)``,
+        ``net__criterion__label_smoothing=0.1`` or
+        ``net__iterator_valid__num_workers=2``; estimator parameters for
+        ``get_params``, ``set_params``, ``clone`` and ``GridSearchCV``.  A
+        setting the estimator owns (``net__lr`` is ``learning_rate``) is
+        refused (docs/classifier.md, "The skorch net").
 
     Attributes
     ----------
@@ -188,6 +205,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         "gradient_accumulation_steps": [StrictInterval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "callbacks": [list, tuple, None],
     }
 
     def __init__(
@@ -214,6 +232,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         gradient_accumulation_steps=1,
         random_state=0,
         verbose=0,
+        callbacks=None,
+        **net_params,
     ):
         self.model = model
         self.max_masking_ratio = max_masking_ratio
@@ -236,6 +256,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         self.gradient_accumulation_steps = gradient_accumulation_steps
         self.random_state = random_state
         self.verbose = verbose
+        self.callbacks = callbacks
+        self._set_net_params(net_params)
 
     @classmethod
     def for_paper_dataset(cls, name, **overrides) -> "FaithfulTextClassifier":
@@ -284,6 +306,9 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         >>> clf.fit(ds.train.data, ds.train.target,                                      # doctest: +SKIP
         ...         validation_data=(ds.validation.data, ds.validation.target))
         """
+        unknown = sorted(k for k in overrides if k not in cls._get_param_names() and not k.startswith("net__"))
+        if unknown:
+            raise TypeError(f"{cls.__name__}.for_paper_dataset() got unexpected keyword argument(s) {unknown}.")
         return cls(**{**paper_params(name), **overrides})
 
     # ------------------------------------------------------------------ sklearn plumbing
@@ -331,6 +356,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        self._net_params(), check_callbacks(self.callbacks, type(self).__name__)  # before the model loads
         texts, is_pair = validate_texts(X, "X")
         labels = check_labels(y, len(texts), "y", owner=type(self).__name__)
         if len(texts) < 2:
@@ -411,15 +437,12 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
 
     def _make_net(self, model, tokenizer, train_set, valid_set, device, dtype, seed, metric, n_classes,
                   accelerator=None):
-        metric_name = "valid_" + metric.name
         return make_net(
             model, train_dataset=train_set, valid_dataset=valid_set, mask_token_id=tokenizer.mask_token_id,
-            pad_token_id=tokenizer.pad_token_id, masking_strategy=self.masking_strategy,
-            max_masking_ratio=float(self.max_masking_ratio), max_epochs=self.max_epochs, batch_size=self.batch_size,
-            learning_rate=self.learning_rate, weight_decay=self.weight_decay, warmup_ratio=self.warmup_ratio,
-            device=device, autocast_dtype=dtype, seed=seed, metric_name=metric_name, metric=metric,
-            n_classes=n_classes, verbose=self.verbose, lr_schedule=self.lr_schedule,
-            group_by_length=self.group_by_length, accelerator=accelerator,
+            pad_token_id=tokenizer.pad_token_id, max_masking_ratio=float(self.max_masking_ratio), device=device,
+            autocast_dtype=dtype, seed=seed, metric_name="valid_" + metric.name, metric=metric, n_classes=n_classes,
+            accelerator=accelerator, callbacks=check_callbacks(self.callbacks, type(self).__name__),
+            net_params=self._net_params(), **{name: getattr(self, name) for name in NET_SETTINGS},
         )
 
     def _selection_metric(self):
@@ -546,8 +569,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         labels = check_labels(y, len(predicted), "y", owner=type(self).__name__)
         unseen = sorted(set(labels.tolist()) - set(self.classes_.tolist()), key=str)
         if unseen:
-            warnings.warn(f"y contains {len(unseen)} label(s) not seen in training ({unseen[:5]}); they are counted "
-                          "as errors.", UserWarning, stacklevel=2)
+            warn(f"y contains {len(unseen)} label(s) not seen in training ({unseen[:5]}); they are counted as "
+                 "errors.")
         return float(accuracy_score(labels, predicted, sample_weight=sample_weight))
 
     # ------------------------------------------------------------------ explanations and faithfulness

@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import warnings
 
 import numpy as np
 import torch
@@ -62,6 +61,7 @@ from ._processes import (
     shard_batches,
 )
 from ._random import derive_seed
+from ._warnings import warn
 
 __all__ = [
     "AcceleratedTrainingMixin",
@@ -310,7 +310,8 @@ class AcceleratedTrainingMixin(AccelerateMixin):
             return loader
         sampler = ProcessBatchSampler(loader.batch_sampler, self.accelerator.process_index,
                                       self.accelerator.num_processes)
-        return _epoch_loader_class()(loader.dataset, batch_sampler=sampler, collate_fn=loader.collate_fn)
+        return _epoch_loader_class()(loader.dataset, batch_sampler=sampler, collate_fn=loader.collate_fn,
+                                     **self.loader_options(training))
 
     def train_step(self, batch, **fit_params):
         with self.accelerator.accumulate(self.module_):
@@ -399,9 +400,9 @@ def make_accelerator(accelerator, *, device="auto", precision="auto", gradient_a
             raise ValueError(f"gradient_accumulation_steps={gradient_accumulation_steps} needs an accelerator: pass "
                              "accelerator='auto' (Hugging Face Accelerate accumulates the gradients).")
         if launched_processes() > 1:
-            warnings.warn(f"this process is one of {launched_processes()} launched together, but accelerator=None: "
-                          "every process trains its own model on all the data; pass accelerator='auto' to train "
-                          "data-parallel (docs/scaling.md).", UserWarning, stacklevel=3)
+            warn(f"this process is one of {launched_processes()} launched together, but accelerator=None: "
+                 "every process trains its own model on all the data; pass accelerator='auto' to train "
+                 "data-parallel (docs/scaling.md).")
         return None, False
     accelerate = require("accelerate", f"accelerator={accelerator!r}")
     if str(device) not in ("auto", "cpu"):

@@ -23,12 +23,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ._explanation_data import dumps, frame_from_dict, frame_to_dict, lookup, merge_example_tables
 from ._explanation_frames import aggregate_words, example_table, token_frame, word_frame
 from ._labels import as_labels, label_indices, resolve_targets
 from ._random import resolve_seed
-from ._validation import SEGMENTS
+from ._validation import SEGMENTS, positive_int
 from ._warnings import reports_truncation_once
 from .encoding import collate
 from .importance import compute_importance, get_measure
@@ -441,6 +442,11 @@ def _notebook_shell():
 
 
 @reports_truncation_once
+@validate_params(
+    {"segment": [StrOptions(set(SEGMENTS))], "level": [StrOptions(set(LEVELS))],
+     "aggregate": [StrOptions(set(AGGREGATES))], "batch_size": [positive_int(), None]},
+    prefer_skip_nested_validation=True,
+)
 def explain(
     clf,
     X,
@@ -517,9 +523,6 @@ def explain(
     >>> e.to_html("explanation.html")                                  # doctest: +SKIP
     """
     measure = get_measure(method)
-    _check_choice(segment, "segment", SEGMENTS)
-    _check_choice(level, "level", LEVELS)
-    _check_choice(aggregate, "aggregate", AGGREGATES)
     options = {k: method_params.pop(k) for k in ("precision", "internal_batch_size") if k in method_params}
     measure.bind(method_params)
     encoding = clf.encode(X)

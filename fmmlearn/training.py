@@ -13,7 +13,6 @@ schedule counted in examples).
 
 from __future__ import annotations
 
-import warnings
 from functools import partial
 from typing import Callable
 
@@ -25,6 +24,7 @@ from skorch.helper import predefined_split
 from skorch.utils import TeeGenerator
 from torch.utils.data import DataLoader, Dataset
 
+from ._warnings import warn
 from .distributed import AcceleratedTrainingMixin
 from .encoding import Encoding, collate, length_grouped_batches
 from .masking import mask_training_batch, maskable_positions, random_max_masking
@@ -229,11 +229,9 @@ def reference_warmup_decay(total_examples: int, warmup_ratio: float) -> Callable
     """
     warmup = int(warmup_ratio * total_examples)
     if warmup == 0:
-        warnings.warn(
-            f"lr_schedule='reference' with S = max_epochs * n_train_examples = {total_examples} and warmup_ratio="
-            f"{warmup_ratio:g} gives W = 0 warm-up steps, where the reference schedule returns lr * step (the "
-            "learning rate grows without bound); use lr_schedule='linear' unless you need this quirk.",
-            UserWarning, stacklevel=3)
+        warn(f"lr_schedule='reference' with S = max_epochs * n_train_examples = {total_examples} and warmup_ratio="
+   f"{warmup_ratio:g} gives W = 0 warm-up steps, where the reference schedule returns lr * step (the "
+   "learning rate grows without bound); use lr_schedule='linear' unless you need this quirk.")
 
         def step_itself(step: int) -> float:
             return float(step)
@@ -434,7 +432,14 @@ class MaskedFineTuningNet(NeuralNet):
                                              group_by_length=self.group_by_length)
         else:   # evaluation order does not change any result: longest first, least padding
             sampler = LengthGroupedBatchSampler(lengths, self.batch_size, False, self.order_rng_)
-        return DataLoader(dataset, batch_sampler=sampler, collate_fn=partial(self._collate, dataset, training))
+        return DataLoader(dataset, batch_sampler=sampler, collate_fn=partial(self._collate, dataset, training),
+                          **self.loader_options(training))
+
+    def loader_options(self, training: bool) -> dict:
+        """The ``iterator_train__``/``iterator_valid__`` settings (e.g. ``pin_memory``) for the ``DataLoader``."""
+        options = self.get_params_for("iterator_train" if training else "iterator_valid")
+        options.pop("batch_size", None)  # skorch fills it in from ``batch_size``: the batch sampler has it
+        return options
 
     def _collate(self, dataset: EncodedDataset, training: bool, indices: list):
         batch = collate(dataset.encoding, indices, self.pad_token_id)
@@ -454,7 +459,8 @@ class MaskedFineTuningNet(NeuralNet):
     def train_step_single(self, batch, **fit_params):
         if self.grad_scaler_ is None:
             return super().train_step_single(batch, **fit_params)
-        self._set_training(True)
+        self.module_.train()
+        self.criterion_.train()
         x, y = batch
         y_pred = self.infer(x, **fit_params)
         loss = self.get_loss(y_pred, y, X=x, training=True)
@@ -545,6 +551,8 @@ def make_net(
     lr_schedule: str = "linear",
     group_by_length: bool = True,
     accelerator=None,
+    callbacks=None,
+    net_params: dict | None = None,
 ) -> MaskedFineTuningNet:
     """Assemble the skorch net for one fit (AdamW, schedule, selection, progress).
 
@@ -553,7 +561,11 @@ def make_net(
     (:func:`training_batch_sampler`).  With an ``accelerate.Accelerator`` the
     net is an :class:`AcceleratedMaskedFineTuningNet` (data-parallel, docs/scaling.md):
     the schedule counts this process's optimisation steps, and Accelerate's
-    mixed precision replaces ``autocast_dtype``.
+    mixed precision replaces ``autocast_dtype``.  ``callbacks`` (skorch
+    callbacks or ``(name, callback)`` pairs) run after fmmlearn's own;
+    ``net_params`` (the estimator's ``net__`` parameters, prefix removed) are
+    passed to the net last.  With another ``optimizer`` than AdamW, AdamW's
+    ``betas`` and ``eps`` are not passed.
     """
     steps_per_epoch = -(-len(train_dataset) // batch_size)
     net_class, options = MaskedFineTuningNet, {"device": str(device), "autocast_dtype": autocast_dtype}
@@ -569,8 +581,10 @@ def make_net(
     has_valid = valid_dataset is not None
     schedule = lr_multiplier(lr_schedule, max_epochs=max_epochs, n_train_examples=len(train_dataset),
                              batch_size=batch_size, warmup_ratio=warmup_ratio, steps_per_epoch=steps_per_epoch)
-    return net_class(
-        model,
+    net_params = dict(net_params or {})
+    if net_params.get("optimizer", torch.optim.AdamW) is torch.optim.AdamW:
+        options.update(optimizer__betas=(0.9, 0.999), optimizer__eps=1e-8)
+    settings = dict(
         mask_token_id=mask_token_id,
         pad_token_id=pad_token_id,
         masking_strategy=masking_strategy,
@@ -580,8 +594,6 @@ def make_net(
         criterion=torch.nn.CrossEntropyLoss,
         optimizer=torch.optim.AdamW,
         optimizer__weight_decay=weight_decay,
-        optimizer__betas=(0.9, 0.999),
-        optimizer__eps=1e-8,
         optimizer__param_groups=no_decay_param_groups(),
         lr=learning_rate,
         max_epochs=max_epochs,
@@ -595,10 +607,10 @@ def make_net(
             n_classes=n_classes,
             verbose=verbose,
             lr_lambda=schedule,
-        ),
+        ) + list(callbacks or []),
         verbose=max(0, int(verbose) - 1),
-        **options,
     )
+    return net_class(model, **{**settings, **options, **net_params})  # the estimator's net__ settings last
 
 
 def history_frame(net: NeuralNet):

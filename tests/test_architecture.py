@@ -4,7 +4,9 @@
   lower layers -- never from its own layer, so two units of one layer cannot depend on each other;
 * the import graph has no circle, between modules (inside a package too) or between packages;
 * no module imports another package's private module (``fmmlearn.pkg._x`` is for ``pkg`` only);
-* rooms a newcomer can hold in their head: no module over 700 lines, no function body over 120.
+* rooms a newcomer can hold in their head: no module over 700 lines, no function body over 120;
+* every warning goes through ``fmmlearn._warnings.warn`` (attributed to the user's line, shown once
+  per call): no direct ``warnings.warn`` elsewhere.
 
 Module-level and function-level imports count alike, so a lazy import inside a function is
 seen too.
@@ -21,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fmmlearn"
 #: from the layers below its own.
 LAYERS = (
     ("_version", "_lazy", "exceptions", "_explanation_data"),
-    ("_random", "_validation", "_bootstrap", "_labels", "_warnings", "_formatting"),
+    ("_random", "_validation", "_bootstrap", "_labels", "_warnings", "_formatting", "_net_routing"),
     ("_templates",),
     ("metrics", "datasets", "encoding", "plotting", "_processes"),
     ("masking", "modeling", "_protocols"),
@@ -182,7 +184,112 @@ def test_rooms_a_newcomer_can_hold_in_their_head(path):
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines (docstring not counted): {long}"
 
 
+#: Modules allowed to call :mod:`warnings` directly, and why.
+DIRECT_WARNINGS = {
+    # the helper itself
+    "fmmlearn._warnings": "warn",
+    # re-emits a warning pandas raised while reading a table, at pandas' own file and line
+    "fmmlearn.cli._io": "warn_explicit",
+}
+
+
+def _direct_warnings(source: str) -> list:
+    """``(line, call)`` of every ``warnings.warn``/``warn_explicit`` call and ``from warnings import warn``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "warnings" \
+                and node.func.attr in ("warn", "warn_explicit"):
+            found.append((node.lineno, node.func.attr))
+        elif isinstance(node, ast.ImportFrom) and node.module == "warnings" \
+                and any(alias.name in ("warn", "warn_explicit") for alias in node.names):
+            found.append((node.lineno, "from warnings import"))
+    return found
+
+
+def test_every_warning_goes_through_the_one_helper():
+    offenders = []
+    for module, path in MODULES.items():
+        allowed = DIRECT_WARNINGS.get(module)
+        offenders += [f"{path.relative_to(PACKAGE)}:{line} {call}" for line, call in
+                      _direct_warnings(path.read_text(encoding="utf-8")) if call != allowed]
+    assert not offenders, ("warn through fmmlearn._warnings.warn (the user's line, once per call), not directly: "
+                           + ", ".join(offenders))
+
+
+#: Tokenizer methods that turn text into ids or ids into text.
+_TEXT_METHODS = {"encode", "encode_plus", "batch_encode_plus", "decode", "batch_decode", "convert_tokens_to_string",
+                 "__call__"}
+
+
+def _tokenizer_text_calls(source: str) -> list:
+    """``(line, call)`` of every call that tokenizes text or decodes ids with a tokenizer.
+
+    A tokenizer is a name or attribute called ``tokenizer``/``tokenizer_`` (how fmmlearn names it
+    everywhere); calling it, or one of :data:`_TEXT_METHODS` on it, counts.
+    """
+    def is_tokenizer(node) -> bool:
+        return (isinstance(node, ast.Name) and node.id in ("tokenizer", "tokenizer_")) or \
+            (isinstance(node, ast.Attribute) and node.attr in ("tokenizer", "tokenizer_"))
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        if is_tokenizer(node.func):
+            found.append((node.lineno, "tokenizer(...)"))
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in _TEXT_METHODS and is_tokenizer(node.func.value):
+            found.append((node.lineno, f"tokenizer.{node.func.attr}"))
+    return found
+
+
+def test_text_is_tokenized_once_in_encoding_and_never_decoded():
+    offenders = []
+    for module, path in MODULES.items():
+        if module == "fmmlearn.encoding":
+            continue
+        offenders += [f"{path.relative_to(PACKAGE)}:{line} {call}"
+                      for line, call in _tokenizer_text_calls(path.read_text(encoding="utf-8"))]
+    assert not offenders, ("tokenize through fmmlearn.encoding.encode and work on its ids (never decode and "
+                           "re-tokenize): " + ", ".join(offenders))
+    assert _tokenizer_text_calls((PACKAGE / "encoding.py").read_text(encoding="utf-8")), "the reader sees no call"
+
+
+def _seed_arithmetic(source: str) -> list:
+    """Lines that add a number to a seed (``seed + 1``): a derived seed made outside ``fmmlearn._random``."""
+    def is_seed(node) -> bool:
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return "seed" in name.lower()
+
+    return [node.lineno for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+            and (is_seed(node.left) or is_seed(node.right))]
+
+
+def test_every_derived_seed_comes_from_the_random_module():
+    offenders = [f"{path.relative_to(PACKAGE)}:{line}" for module, path in MODULES.items()
+                 if module != "fmmlearn._random" for line in _seed_arithmetic(path.read_text(encoding="utf-8"))]
+    assert not offenders, ("derive seeds with fmmlearn._random (derive_seed, or offset_seed for the old "
+                           "seed + k streams): " + ", ".join(offenders))
+
+
 # --------------------------------------------------------------------------- the checks can fail
+
+
+def test_the_seed_reader_sees_arithmetic_on_seeds():
+    assert _seed_arithmetic("a = seed + 1\nb = self.random_seed - 2\nc = n + 1\nd = derive_seed(seed, 1)\n") == [1, 2]
+
+
+def test_the_tokenizer_reader_sees_calls_and_decodes():
+    source = ("ids = clf.tokenizer_(texts)\ntext = tokenizer.decode(ids)\nclf.encode(X)\n"
+              "tokenizer.convert_ids_to_tokens(ids)\n")
+    assert _tokenizer_text_calls(source) == [(1, "tokenizer(...)"), (2, "tokenizer.decode")]
+
+
+def test_the_warning_reader_sees_direct_calls_and_imports():
+    source = ("import warnings\nfrom warnings import warn\nfrom .._warnings import warn as w\n"
+              "warnings.warn('x', UserWarning, stacklevel=2)\nw('fine')\nwarnings.catch_warnings()\n")
+    assert _direct_warnings(source) == [(2, "from warnings import"), (4, "warn")]
 
 
 def test_the_cycle_finder_sees_a_circle_inside_one_layer():

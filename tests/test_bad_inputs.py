@@ -93,8 +93,10 @@ def test_invalid_estimator_parameters_fail_fit_naming_them(tiny_model_dir, data,
 
 
 def test_unknown_parameters_are_type_errors():
-    with pytest.raises(TypeError, match="unexpected keyword argument 'n_epochs'"):
-        FaithfulTextClassifier(n_epochs=3)
+    # __init__ only stores (scikit-learn's rule; **net_params takes net__ settings): fit refuses the name
+    clf = FaithfulTextClassifier(model="/no/such/model", n_epochs=3)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['n_epochs'\]"):
+        clf.fit(["a", "b"], [0, 1])
     with pytest.raises(ValueError, match="Invalid parameter 'n_epochs'"):
         FaithfulTextClassifier().set_params(n_epochs=3)
 

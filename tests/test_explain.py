@@ -146,9 +146,10 @@ def test_explain_encoded_returns_full_length_arrays(fitted_tiny):
     ({"target": ["pos", "neg"]}, "target has 2 values"),
     ({"y": ["pos"]}, "y has 1 values"),
     ({"y": ["pos", "neg", "other"]}, r"y\[2\] is 'other'"),
-    ({"segment": "second"}, "segment must be"),
-    ({"level": "sentence"}, "level must be"),
-    ({"aggregate": "median"}, "aggregate must be"),
+    ({"segment": "second"}, "'segment' parameter of explain must be a str among"),
+    ({"level": "sentence"}, "'level' parameter of explain must be a str among"),
+    ({"aggregate": "median"}, "'aggregate' parameter of explain must be a str among"),
+    ({"batch_size": True}, "'batch_size' parameter of explain must be an int in the range"),
     ({"random_state": "seed"}, "random_state"),
 ])
 def test_bad_input_is_a_clear_value_error(fitted_tiny, kwargs, match):

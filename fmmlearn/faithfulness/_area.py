@@ -7,13 +7,12 @@ al., 2024, following the RACU of Madsen et al., 2022).
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pandas as pd
 
 from .._validation import check_ratios
-from .._warnings import single_class_note
+from .._warnings import single_class_note, warn
 from ..exceptions import FaithfulnessWarning
 from ..metrics import greater_is_better as _metric_greater_is_better
 
@@ -77,9 +76,9 @@ def _warn_if_not_finite(grid, p_im, p_rand) -> None:
     for name, values in (("curve", p_im), ("random_curve", p_rand)):
         bad = ~np.isfinite(values)
         if bad.any():
-            warnings.warn(f"{name} is not finite (NaN or inf) at ratio(s) {grid[bad].tolist()}, so the area is "
-                          "not a number; recompute the curve (e.g. a metric undefined on a single class gives NaN).",
-                          FaithfulnessWarning, stacklevel=4)
+            warn(f"{name} is not finite (NaN or inf) at ratio(s) {grid[bad].tolist()}, so the area is "
+                 "not a number; recompute the curve (e.g. a metric undefined on a single class gives NaN).",
+                 FaithfulnessWarning)
 
 
 def _area(grid: np.ndarray, values: np.ndarray) -> float:
@@ -187,9 +186,8 @@ def racu(curve, random_curve, *, ratios=None, greater_is_better: bool | None = N
     grid, p_im, p_rand, sign = _aligned(curve, random_curve, ratios, greater_is_better)
     largest = sign * _area(grid, p_rand - p_rand[-1])
     if largest == 0 or not np.isfinite(largest):
-        warnings.warn("RACU is undefined: the random curve is flat (or not finite), so the area it leaves "
-                      f"is {largest}; returning NaN. A model that predicts a single class does this.",
-                      FaithfulnessWarning, stacklevel=2)
+        warn("RACU is undefined: the random curve is flat (or not finite), so the area it leaves "
+             f"is {largest}; returning NaN. A model that predicts a single class does this.", FaithfulnessWarning)
         return float("nan")
     return sign * _area(grid, p_rand - p_im) / largest
 

@@ -7,10 +7,11 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 import torch
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from .._labels import gold_targets
 from .._random import resolve_seed
-from .._validation import check_ratios, check_segment
+from .._validation import SEGMENTS, check_ratios, check_segment, positive_int
 from .._warnings import reports_truncation_once, warn
 from ..datasets import paper_primary_metric
 from ..encoding import collate
@@ -154,6 +155,10 @@ def encoded_curve(clf, encoding, target_idx, method, *, ratios=None, recursive=N
 
 
 @reports_truncation_once
+@validate_params(
+    {"recursive": ["boolean", None], "segment": [StrOptions(set(SEGMENTS))], "batch_size": [positive_int(), None]},
+    prefer_skip_nested_validation=True,
+)
 def faithfulness_curve(
     clf,
     X,

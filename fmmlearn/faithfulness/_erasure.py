@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -30,12 +29,13 @@ import pandas as pd
 import torch
 from scipy.special import softmax
 from sklearn.base import clone
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from .._bootstrap import mean_ci
 from .._labels import resolve_targets
 from .._random import derive_seed, resolve_seed
-from .._validation import check_segment
-from .._warnings import reports_truncation_once
+from .._validation import SEGMENTS, StrictInterval, positive_int
+from .._warnings import reports_truncation_once, warn
 from ..encoding import Encoding
 from ..exceptions import FaithfulnessWarning
 from ..explainer_masking import eligible_masks, finite_scores
@@ -159,21 +159,6 @@ def _check_choice(value, name: str, choices: tuple) -> str:
     if not (isinstance(value, str) and value in choices):
         raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
     return value
-
-
-def _check_real(value, name: str, low: float, high: float | None, *, closed_high: bool) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
-    ok = ok and value > low and (high is None or (value <= high if closed_high else value < high))
-    if not ok:
-        bounds = f"({low:g}, {'inf' if high is None else f'{high:g}'}{']' if closed_high else ')'}"
-        raise ValueError(f"{name} must be a number in {bounds}, got {value!r}.")
-    return float(value)
-
-
-def _check_count(value, name: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
 
 
 def _checked_method(method, importances, method_params: dict):
@@ -383,6 +368,15 @@ def _summary(per_example: pd.DataFrame, grid, alpha, factor, certified, n_bootst
 
 
 @reports_truncation_once
+@validate_params(
+    {"removal": [StrOptions(set(REMOVALS))], "segment": [StrOptions(set(SEGMENTS))],
+     "alpha": [StrictInterval(numbers.Real, 0, 1, closed="neither")],
+     "max_invalid_factor": [StrictInterval(numbers.Real, 0, math.inf, closed="neither")],
+     "n_bootstrap": [StrictInterval(numbers.Integral, 0, None, closed="left")],
+     "confidence_level": [StrictInterval(numbers.Real, 0, 1, closed="neither")],
+     "batch_size": [positive_int(), None]},
+    prefer_skip_nested_validation=True,
+)
 def erasure_metrics(
     clf,
     X,
@@ -514,14 +508,8 @@ def erasure_metrics(
     >>> report.summary[["mode", "k", "mean", "ci_low", "ci_high", "ood_share", "valid"]]     # doctest: +SKIP
     """
     grid, modes = check_k(k), _check_modes(mode)
-    removal = _check_choice(removal, "removal", REMOVALS)
-    check_segment(segment)
-    alpha = _check_real(alpha, "alpha", 0.0, 1.0, closed_high=False)
-    factor = _check_real(max_invalid_factor, "max_invalid_factor", 0.0, None, closed_high=False)
-    n_bootstrap = _check_count(n_bootstrap, "n_bootstrap", 0)
-    confidence_level = _check_real(confidence_level, "confidence_level", 0.0, 1.0, closed_high=False)
-    if batch_size is not None:
-        batch_size = _check_count(batch_size, "batch_size", 1)
+    alpha, factor, confidence_level = float(alpha), float(max_invalid_factor), float(confidence_level)
+    n_bootstrap, batch_size = int(n_bootstrap), None if batch_size is None else int(batch_size)
     measure, label = _checked_method(method, importances, method_params)
     if removal == "mask" and clf.tokenizer_.mask_token_id is None:
         raise ValueError("removal='mask' needs a tokenizer with a mask token; this one has none (use "
@@ -541,9 +529,9 @@ def erasure_metrics(
         _check_calibration_size(masf, len(clf.encode(X_calib, "X_calib")))
     certified = masf is not None
     if not certified:
-        warnings.warn("no X_calib or fitted masf: the erasure metrics are not certified in-distribution "
-                      "(ood_share is NaN, valid is <NA>). Perturbed inputs are often out of distribution for a "
-                      "model fine-tuned without masking; see docs/erasure.md.", FaithfulnessWarning, stacklevel=2)
+        warn("no X_calib or fitted masf: the erasure metrics are not certified in-distribution "
+             "(ood_share is NaN, valid is <NA>). Perturbed inputs are often out of distribution for a "
+             "model fine-tuned without masking; see docs/erasure.md.", FaithfulnessWarning)
     elif calib is None:
         _check_resolution(masf, alpha)
 
@@ -586,6 +574,5 @@ def _warn_empty_k(plan: pd.DataFrame, grid: np.ndarray) -> None:
     selected = plan.groupby("k")["n_selected"].max()
     empty = [k for k in grid.tolist() if selected.get(k, 0) == 0]
     if empty:
-        warnings.warn(f"k={empty} selects no token in any example (floor(k * n) = 0 for every example's n "
-                      "eligible tokens); those rows are NaN and AOPC averages the other k.", FaithfulnessWarning,
-                      stacklevel=3)
+        warn(f"k={empty} selects no token in any example (floor(k * n) = 0 for every example's n "
+             "eligible tokens); those rows are NaN and AOPC averages the other k.", FaithfulnessWarning)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import StrOptions, validate_params
 
-from .._random import derive_seed, resolve_seed
-from .._validation import check_segment
+from .._random import derive_seed, resolve_seed, sample_examples
+from .._validation import SEGMENTS, StrictInterval, positive_int
 from ..exceptions import FaithfulnessWarning
+from .._warnings import warn
 from ..importance import get_measure
-from ._erasure import AOPC, DEFAULT_K, ERASURE_MODES, REMOVALS, _check_choice, _check_real, check_k, erasure_metrics
+from ._erasure import AOPC, DEFAULT_K, ERASURE_MODES, REMOVALS, _check_choice, check_k, erasure_metrics
 
 __all__ = ["make_erasure_scorer"]
 
@@ -55,12 +58,7 @@ class _ErasureScorer:
         return f"make_erasure_scorer({', '.join(shown)})"
 
     def _subsample(self, X, y):
-        if self.max_samples is None or len(y) <= self.max_samples:
-            return X, y
-        rng = np.random.default_rng(derive_seed(resolve_seed(self.random_state, 0), 3))
-        keep = np.sort(rng.choice(len(y), size=self.max_samples, replace=False))
-        rows = X.iloc[keep] if isinstance(X, (pd.Series, pd.DataFrame)) else [X[i] for i in keep]
-        return rows, np.asarray(y)[keep]
+        return sample_examples(X, y, self.max_samples, derive_seed(resolve_seed(self.random_state, 0), 3))
 
     def __call__(self, estimator, X, y, **kwargs) -> float:
         """Score a fitted classifier on ``(X, y)``; NaN with a warning if undefined or not valid."""
@@ -76,19 +74,25 @@ class _ErasureScorer:
         row = summary[summary["k"].map(lambda v: v == self.aggregate)].iloc[0]
         value = float(row["mean"])
         if not np.isfinite(value):
-            warnings.warn(f"no example has a rationale at k={self.aggregate!r} (texts too short for the k grid); "
-                          "the erasure score is NaN.", FaithfulnessWarning, stacklevel=2)
+            warn(f"no example has a rationale at k={self.aggregate!r} (texts too short for the k grid); "
+                 "the erasure score is NaN.", FaithfulnessWarning)
             return float("nan")
         if self.X_calib is not None and row["valid"] is not pd.NA and not bool(row["valid"]):
-            warnings.warn(f"{row['ood_share']:.0%} of the perturbed inputs are out of distribution for this model "
-                          f"(MaSF p < {self.alpha:g}; at most {self.max_invalid_factor * self.alpha:.0%} allowed), "
-                          f"so its {self.mode} is not valid; the erasure score is NaN.", FaithfulnessWarning,
-                          stacklevel=2)
+            warn(f"{row['ood_share']:.0%} of the perturbed inputs are out of distribution for this model "
+                 f"(MaSF p < {self.alpha:g}; at most {self.max_invalid_factor * self.alpha:.0%} allowed), "
+                 f"so its {self.mode} is not valid; the erasure score is NaN.", FaithfulnessWarning)
             return float("nan")
         # ERASER: comprehensiveness is greater-is-better, sufficiency lower-is-better.
         return value if self.mode == "comprehensiveness" else -value
 
 
+@validate_params(
+    {"mode": [StrOptions(set(ERASURE_MODES))], "removal": [StrOptions(set(REMOVALS))],
+     "segment": [StrOptions(set(SEGMENTS))], "alpha": [StrictInterval(numbers.Real, 0, 1, closed="neither")],
+     "max_invalid_factor": [StrictInterval(numbers.Real, 0, math.inf, closed="neither")],
+     "max_samples": [positive_int(), None]},
+    prefer_skip_nested_validation=True,
+)
 def make_erasure_scorer(
     method="loo-sign",
     *,
@@ -160,8 +164,6 @@ def make_erasure_scorer(
     """
     measure = get_measure(method)
     measure.bind({key: v for key, v in method_params.items() if key not in _FORWARD_OPTIONS})
-    _check_choice(mode, "mode", ERASURE_MODES)
-    _check_choice(removal, "removal", REMOVALS)
     grid = tuple(check_k(k).tolist())
     if isinstance(aggregate, str):
         _check_choice(aggregate, "aggregate", (AOPC,))
@@ -169,12 +171,6 @@ def make_erasure_scorer(
         raise ValueError(f"aggregate must be 'aopc' or one of k={grid}, got {aggregate!r}.")
     else:
         aggregate = float(aggregate)
-    check_segment(segment)
-    _check_real(alpha, "alpha", 0.0, 1.0, closed_high=False)
-    _check_real(max_invalid_factor, "max_invalid_factor", 0.0, None, closed_high=False)
-    if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, numbers.Integral)
-                                    or max_samples < 1):
-        raise ValueError(f"max_samples must be a positive integer, got {max_samples!r}.")
     resolve_seed(random_state, 0)
     return _ErasureScorer(measure.name, mode, grid, aggregate, removal, segment, X_calib, alpha, max_invalid_factor,
                           random_state, max_samples, method_params)

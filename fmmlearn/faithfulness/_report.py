@@ -9,12 +9,12 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from .._bootstrap import mean_ci
 from .._labels import gold_targets
 from .._random import derive_seed, resolve_seed
-from .._validation import check_ratios, check_segment, positive_int
+from .._validation import StrictInterval, check_ratios, check_segment, positive_int
 from .._warnings import reports_truncation_once, warn
 from ..exceptions import FaithfulnessWarning
 from ..importance import get_measure
@@ -79,7 +79,7 @@ def _tagged(curve: pd.DataFrame, repeat: int, role: str) -> pd.DataFrame:
 @reports_truncation_once
 @validate_params(
     {"n_repeats": [positive_int()], "batch_size": [positive_int(), None],
-     "confidence_level": [Interval(Real, 0, 1, closed="neither")]},
+     "confidence_level": [StrictInterval(Real, 0, 1, closed="neither")]},
     prefer_skip_nested_validation=True,
 )
 def faithfulness_report(

@@ -11,7 +11,7 @@ import pandas as pd
 from sklearn.utils._param_validation import validate_params
 
 from .._labels import gold_targets
-from .._random import derive_seed, resolve_seed
+from .._random import derive_seed, resolve_seed, sample_examples
 from .._validation import DEFAULT_RATIOS, StrictInterval, check_ratios, check_segment, positive_int
 from .._warnings import reports_truncation_once, warn
 from ..exceptions import FaithfulnessWarning
@@ -74,12 +74,7 @@ class _FaithfulnessScorer:
         return f"make_faithfulness_scorer({shown})"
 
     def _subsample(self, X, y):
-        if self.max_samples is None or len(y) <= self.max_samples:
-            return X, y
-        rng = np.random.default_rng(derive_seed(resolve_seed(self.random_state, 0), 2))
-        keep = np.sort(rng.choice(len(y), size=self.max_samples, replace=False))
-        rows = X.iloc[keep] if isinstance(X, (pd.Series, pd.DataFrame)) else [X[i] for i in keep]
-        return rows, np.asarray(y)[keep]
+        return sample_examples(X, y, self.max_samples, derive_seed(resolve_seed(self.random_state, 0), 2))
 
     @reports_truncation_once
     def __call__(self, estimator, X, y, **kwargs) -> float:
@@ -88,8 +83,8 @@ class _FaithfulnessScorer:
         encoding = estimator.encode(X)
         target_idx, _ = gold_targets(estimator, encoding, y)
         if not _has_eligible(estimator, encoding, self.segment):
-            warnings.warn(f"no token of X can be masked (segment={self.segment!r}); the faithfulness score is "
-                          "NaN.", FaithfulnessWarning, stacklevel=2)
+            warn(f"no token of X can be masked (segment={self.segment!r}); the faithfulness score is "
+                 "NaN.", FaithfulnessWarning)
             return float("nan")
         options = dict(ratios=self.ratios, segment=self.segment, metric=self.metric, endpoints={})
         seed = resolve_seed(self.random_state, 0)

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from .._bootstrap import mean_ci
 from .._validation import StrictInterval, positive_int
@@ -30,9 +30,9 @@ __all__ = ["SUPPORTING_FACT_COLUMNS", "SupportingFactReport", "occurrence_credit
 #: Columns of :attr:`SupportingFactReport.per_example`, in order.
 SUPPORTING_FACT_COLUMNS = ("example", "n_occurrences", "n_supporting", "scored", "hit", "chance")
 _AGGREGATES = {"sum": np.sum, "max": np.max, "mean": np.mean}
-_TIES = {"tie_rtol": [Interval(Real, 0, None, closed="left")]}
+_TIES = {"tie_rtol": [StrictInterval(Real, 0, None, closed="left")]}
 _SCORING = {**_TIES, "aggregate": [StrOptions(set(_AGGREGATES))]}
-_SUMMARY = {"confidence_level": [Interval(Real, 0, 1, closed="neither")], "n_resamples": [positive_int()],
+_SUMMARY = {"confidence_level": [StrictInterval(Real, 0, 1, closed="neither")], "n_resamples": [positive_int()],
             "random_state": [StrictInterval(Integral, 0, None, closed="left")]}
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
+from .._validation import StrictInterval
+from .._warnings import warn
 from ._checks import _check_dtype, _check_features
 from ._combine import _REFERENCE_FISHER_EPS, _simes_of_sorted
 from ._ecdf import (_chunks, _count_less_equal_1d, _in_sample_counts, _right_tail_pvalues, _search_counts,
@@ -121,7 +122,7 @@ class MaSF(BaseEstimator):
         "calibration": [StrOptions(set(CALIBRATIONS))],
         "fold_fractions": ["array-like", StrOptions({"auto"})],
         "dtype": [StrOptions({"float32", "float16"}), type, np.dtype],
-        "chunk_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "chunk_size": [StrictInterval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
     }
 
@@ -245,9 +246,8 @@ class MaSF(BaseEstimator):
                 f"{min_calibration_size(fractions)} examples are needed. Give more calibration examples, "
                 "change fold_fractions, or use calibration='reference'.")
         if 1.0 / (sizes[2] + 1) > 0.05:
-            warnings.warn(f"The level-3 fold has only {sizes[2]} examples, so no p-value can be below "
-                          f"{1.0 / (sizes[2] + 1):.3g}; use more calibration examples.", UserWarning,
-                          stacklevel=3)
+            warn(f"The level-3 fold has only {sizes[2]} examples, so no p-value can be below "
+                 f"{1.0 / (sizes[2] + 1):.3g}; use more calibration examples.")
         order = check_random_state(self.random_state).permutation(n)
         # Sorted indices keep memory access to the features in order.
         return tuple(np.sort(fold) for fold in np.split(order, bounds[:2]))
@@ -269,8 +269,8 @@ class MaSF(BaseEstimator):
                 f"{tuple(int(r) for r in rows)} rows and each needs at least {_MIN_FOLD_SIZE}. Give more "
                 "calibration examples, change fold_fractions, or use calibration='reference'.")
         if 1.0 / (rows[2] + 1) > 0.05:
-            warnings.warn(f"The level-3 fold has only {rows[2]} examples, so no p-value can be below "
-                          f"{1.0 / (rows[2] + 1):.3g}; use more calibration examples.", UserWarning, stacklevel=4)
+            warn(f"The level-3 fold has only {rows[2]} examples, so no p-value can be below "
+                 f"{1.0 / (rows[2] + 1):.3g}; use more calibration examples.")
         return folds
 
     # -- scoring -------------------------------------------------------------------------------------

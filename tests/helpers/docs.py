@@ -271,9 +271,22 @@ def _bind_call(call: ast.Call, func) -> str | None:
     except (TypeError, ValueError):
         return None  # a builtin without a signature
     try:
-        signature.bind(*[None] * len(call.args), **{k.arg: None for k in call.keywords})
+        bound = signature.bind(*[None] * len(call.args), **{k.arg: None for k in call.keywords})
     except TypeError as exc:
         return f"{exc}; the signature is {signature}"
+    return _unrouted_keyword(func, signature, bound)
+
+
+def _unrouted_keyword(func, signature, bound) -> str | None:
+    """For an estimator with ``net__`` routing, a keyword caught by its ``**net_params`` without the prefix."""
+    from fmmlearn._net_routing import NET_PREFIX, NetRoutingMixin
+
+    if not (inspect.isclass(func) and issubclass(func, NetRoutingMixin)):
+        return None
+    var = next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
+    stray = [name for name in bound.arguments.get(var, {}) if not name.startswith(NET_PREFIX)]
+    if stray:
+        return f"got an unexpected keyword argument {stray[0]!r} (net settings take the prefix {NET_PREFIX!r})"
     return None
 
 
