@@ -9,7 +9,7 @@ import re
 import warnings
 from pathlib import Path
 
-__all__ = ["DATA_SUFFIXES", "HTML_SUFFIXES", "TABLE_SUFFIXES", "check_model_dir", "check_output_path", "has_parquet", "labels_from", "plot_suffixes", "read_table", "records", "subsample", "summary_path", "texts_from", "write_table"]
+__all__ = ["DATA_SUFFIXES", "HTML_SUFFIXES", "TABLE_SUFFIXES", "check_model_dir", "check_output_path", "empty_text_rows", "has_parquet", "labels_from", "plot_suffixes", "read_table", "records", "subsample", "summary_path", "texts_from", "write_table"]
 
 
 #: Data files the commands read, by suffix.
@@ -93,6 +93,14 @@ def texts_from(frame, text_col: str, pair_col: str | None, path: str = "the data
     if pair_col:
         return frame[[text_col, pair_col]]
     return frame[text_col]
+
+
+def empty_text_rows(frame, columns) -> list:
+    """Rows (0-based, header not counted) whose cell in any of ``columns`` is empty or whitespace only."""
+    rows = set()
+    for col in filter(None, columns):
+        rows.update(i for i, v in enumerate(frame[col].tolist()) if isinstance(v, str) and not v.strip())
+    return sorted(rows)
 
 
 def labels_from(frame, label_col: str, path: str = "the data", classes=None):
