@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from pathlib import Path
 
 import pandas as pd
 
+from .._files import atomic_write, reporting_write_errors
 from ._tables import LEVEL, erasure_by_model
 
 __all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]
@@ -220,7 +219,6 @@ class StudyResult:
         page = render_report(self, title=title)
         if path is not None:
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
             _atomic_write(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
         return page
 
@@ -246,7 +244,8 @@ class StudyResult:
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {_FORMATS}, got {format!r}.")
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+        with reporting_write_errors(directory):
+            directory.mkdir(parents=True, exist_ok=True)
         files = {}
         for name, frame in self.frames.items():
             file = directory / f"{name}.{format}"
@@ -303,11 +302,5 @@ def _is_explanation(frame) -> bool:
 
 
 def _atomic_write(path: Path, write) -> None:
-    """``write(tmp)`` to a temporary sibling of ``path``, then rename it over ``path``."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """``write(tmp)`` to a temporary sibling of ``path``, then rename it over ``path`` (errors name ``path``)."""
+    atomic_write(path, write)

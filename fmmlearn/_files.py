@@ -1,0 +1,71 @@
+"""Writing files that either appear complete or not at all, and errors that name the path (docs/reliability.md).
+
+A full disk, a read-only directory or a quota shows up as an ``OSError`` somewhere inside pandas,
+matplotlib or transformers, often naming a temporary file or nothing.  Every fmmlearn write goes
+through :func:`atomic_write` or :func:`reporting_write_errors`, so the error names the path the user
+asked for and says that what was there before is unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from pathlib import Path
+
+__all__ = ["atomic_write", "reporting_write_errors", "write_failure"]
+
+
+def write_failure(path, exc: OSError, kept: str) -> OSError:
+    """``exc`` rewritten as ``cannot write <path>: <reason>; <kept>``, with its errno (so its type: PermissionError...)."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    message = f"cannot write {os.fspath(path)}: {reason}; {kept}"
+    error = OSError(message) if exc.errno is None else OSError(exc.errno, message)
+    error.fmmlearn_reported = True  # an outer write leaves it as it is
+    return error
+
+
+@contextlib.contextmanager
+def reporting_write_errors(path, kept: str | None = None):
+    """Turn an ``OSError`` raised inside the block into one that names ``path`` (once, innermost wins).
+
+    ``kept`` says what remains (default: whether ``path`` existed before, and is unchanged).
+    """
+    if kept is None:
+        kept = "what was there before is unchanged" if Path(path).exists() else "nothing was written there"
+    try:
+        yield
+    except OSError as exc:
+        if getattr(exc, "fmmlearn_reported", False):
+            raise
+        raise write_failure(path, exc, kept) from exc
+
+
+def _fsync(file: Path) -> None:
+    with open(file, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def atomic_write(path, write) -> Path:
+    """Call ``write(tmp)`` on a temporary sibling of ``path`` and rename it over ``path`` when complete.
+
+    The temporary name keeps the suffix (``.report.<hex>.tmp.html``), so writers that choose a format by
+    suffix (pandas, matplotlib) still do.  A failure (a full disk, a read-only directory, an exception in
+    ``write``) leaves ``path`` as it was and no temporary file; an ``OSError`` names ``path``.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex[:12]}.tmp{path.suffix}")
+    with reporting_write_errors(path):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write(tmp)
+            _fsync(tmp)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    return path
