@@ -13,7 +13,10 @@ import os
 import uuid
 from pathlib import Path
 
-__all__ = ["atomic_write", "reporting_write_errors", "write_failure"]
+__all__ = ["LOCK_NAME", "atomic_write", "directory_lock", "reporting_write_errors", "write_failure"]
+
+#: The lock file of a directory that one fmmlearn run writes; ``<LOCK_NAME>.json`` names its holder.
+LOCK_NAME = ".fmmlearn.lock"
 
 
 def write_failure(path, exc: OSError, kept: str) -> OSError:
@@ -69,3 +72,68 @@ def atomic_write(path, write) -> Path:
             with contextlib.suppress(OSError):
                 tmp.unlink()
     return path
+
+
+def _holder(directory: Path) -> str:
+    """Who holds the lock of ``directory``, from the note the holder wrote (best effort)."""
+    import json
+
+    try:
+        note = json.loads((directory / f"{LOCK_NAME}.json").read_text(encoding="utf-8"))
+        return f"pid {note['pid']} on {note['host']}, since {note['since']}: {note['command']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "pid unknown"
+
+
+def _write_holder_note(directory: Path) -> None:
+    import json
+    import socket
+    import sys
+    import time
+
+    note = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "command": " ".join([os.path.basename(sys.argv[0] or "python"), *sys.argv[1:]])[:300]}
+    atomic_write(directory / f"{LOCK_NAME}.json", lambda tmp: tmp.write_text(json.dumps(note), encoding="utf-8"))
+
+
+@contextlib.contextmanager
+def directory_lock(directory, *, timeout: float = 0, option: str = "directory"):
+    """Hold the lock of ``directory`` (created if needed) for the block: one fmmlearn run writes it at a time.
+
+    The lock is an OS file lock (:mod:`filelock`), released by the operating system when the holder dies,
+    even by ``kill -9``, so a stale lock never blocks a rerun.
+
+    Parameters
+    ----------
+    directory : path-like
+    timeout : float, default=0
+        Seconds to wait for another holder; 0 fails at once.
+    option : str
+        How the directory is named in the error (``--output``, ``directory``).
+
+    Raises
+    ------
+    fmmlearn.exceptions.DirectoryInUseError
+        Another process holds it: the message names the directory and the holder's pid.
+    """
+    from filelock import FileLock, Timeout
+
+    from .exceptions import DirectoryInUseError
+
+    directory = Path(directory)
+    with reporting_write_errors(directory):
+        directory.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(directory / LOCK_NAME, timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise DirectoryInUseError(
+            f"{option} {os.fspath(directory)} is in use by another fmmlearn run ({_holder(directory)}); wait for it "
+            "to finish or choose another directory") from None
+    try:
+        _write_holder_note(directory)
+        yield directory
+    finally:
+        with contextlib.suppress(OSError):
+            (directory / f"{LOCK_NAME}.json").unlink()
+        lock.release()

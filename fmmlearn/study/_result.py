@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._files import atomic_write, reporting_write_errors
+from .._files import atomic_write, directory_lock
 from ._tables import LEVEL, erasure_by_model
 
 __all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]
@@ -17,6 +17,8 @@ FRAMES = ("performance", "curves", "racu", "racu_summary", "comparisons", "in_di
           "in_distribution_verdicts", "erasure", "explanations", "outcomes", "timings")
 _METADATA = "metadata.json"
 _FORMATS = ("parquet", "csv")
+#: Seconds a save waits for another process saving into the same directory.
+_SAVE_WAIT_S = 120
 # Line colours of the erasure plot: its points are green (valid), red (not valid) or grey (not checked).
 _LINE_COLORS = ("tab:blue", "tab:orange", "tab:purple", "tab:brown", "tab:cyan", "tab:olive", "tab:pink", "black")
 
@@ -243,9 +245,10 @@ class StudyResult:
         """
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {_FORMATS}, got {format!r}.")
-        directory = Path(directory)
-        with reporting_write_errors(directory):
-            directory.mkdir(parents=True, exist_ok=True)
+        with directory_lock(directory, timeout=_SAVE_WAIT_S):  # two saves into one directory never interleave
+            return self._save_files(Path(directory), format)
+
+    def _save_files(self, directory: Path, format: str) -> Path:
         files = {}
         for name, frame in self.frames.items():
             file = directory / f"{name}.{format}"
