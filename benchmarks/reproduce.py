@@ -544,5 +544,20 @@ def reproduce(args, argv: list, out: Path) -> dict:
     return {"output": out, "tables": tables, "claims": claims, "report": report, "runs": runs}
 
 
+def _main_process() -> int:
+    """The script: Ctrl-C and SIGTERM stop it with one line and the shell's status; the cache keeps what finished."""
+    from fmmlearn._signals import exit_status, signals_as_interrupts
+
+    try:
+        with signals_as_interrupts():
+            main()
+    except KeyboardInterrupt as error:
+        name = getattr(error, "signal_name", "SIGINT")
+        print(f"error: interrupted by {name}; the finished work is kept in the cache (--cache-dir): run the same "
+              "command again to resume", file=sys.stderr)
+        return exit_status(error)
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(_main_process())

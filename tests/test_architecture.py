@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fmmlearn"
 #: from the layers below its own.
 LAYERS = (
     ("_version", "_lazy", "exceptions", "_explanation_data"),
-    ("_random", "_validation", "_bootstrap", "_labels", "_warnings", "_formatting", "_files"),
+    ("_random", "_validation", "_bootstrap", "_labels", "_warnings", "_formatting", "_files", "_signals"),
     ("_templates",),
     ("metrics", "datasets", "encoding", "plotting", "_processes"),
     ("masking", "modeling", "_protocols"),

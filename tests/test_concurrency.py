@@ -2,47 +2,20 @@
 is held by one run and a second one stops with an error naming it and the holder's pid; never interleaved
 files.  Every test starts real processes."""
 
-import os
 import subprocess
 import sys
 import textwrap
 import time
 import warnings
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from helpers import tiny_study
+from helpers.tiny_study import assert_same_results, process_env, start_study
 from fmmlearn.cli import main
 from fmmlearn.exceptions import CacheWarning, DirectoryInUseError
 from fmmlearn.study import load_study
-
-TESTS = Path(__file__).resolve().parent
-FRAMES = ("performance", "curves", "racu", "outcomes")
-
-
-def assert_same_results(a, b):
-    """The result frames agree exactly; measured times (``*seconds*`` columns) are not results."""
-    for name in FRAMES:
-        left, right = getattr(a, name), getattr(b, name)
-        timing = [c for c in left.columns if "seconds" in c]
-        pd.testing.assert_frame_equal(left.drop(columns=timing), right.drop(columns=timing), check_exact=True,
-                                      obj=name)
-
-
-def process_env(**extra) -> dict:
-    """The environment of a child process: this fmmlearn, the tests' helpers, offline, one thread."""
-    path = os.pathsep.join(filter(None, [str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH")]))
-    return dict(os.environ, PYTHONPATH=path, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1",
-                TOKENIZERS_PARALLELISM="false", MPLBACKEND="Agg", **extra)
-
-
-def start_study(model_dir, cache, out, **extra) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "helpers.tiny_study", str(model_dir), str(cache), str(out)],
-                            cwd=TESTS, env=process_env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-
 
 HOLDER = textwrap.dedent("""
     import sys, time

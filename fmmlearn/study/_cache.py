@@ -144,6 +144,22 @@ def _discard(entry: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
+#: A temporary entry older than this was left by a killed process (a live one renames it within seconds).
+_LEFTOVER_AGE_S = 3600
+
+
+def _remove_leftovers(models: Path, stages: Path) -> None:
+    """Remove the temporary copies that a killed process (``kill -9``, a power cut) left in the stores."""
+    now = time.time()
+    for leftover in [*models.glob(".tmp-*"), *models.glob(".trash-*"), *stages.glob("*/.tmp-*"),
+                     *stages.glob("*/.trash-*")]:
+        try:
+            if now - leftover.stat().st_mtime > _LEFTOVER_AGE_S:
+                shutil.rmtree(leftover, ignore_errors=True)
+        except OSError:  # removed meanwhile by another process
+            pass
+
+
 class ModelHandle:
     """A fitted classifier that is loaded from the model store only when a stage needs it."""
 
@@ -193,6 +209,7 @@ class StageCache:
         with reporting_write_errors(root, "nothing was written there"):
             self.models.mkdir(parents=True, exist_ok=True)
             self.stages.mkdir(parents=True, exist_ok=True)
+        _remove_leftovers(self.models, self.stages)
 
     # ---------------------------------------------------------------- checking entries
     def _usable(self, entry: Path, what: str) -> dict | None:

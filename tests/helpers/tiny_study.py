@@ -22,13 +22,43 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
 
+#: The tests directory (the child processes import ``helpers`` from it).
+TESTS = Path(__file__).resolve().parents[1]
+#: The result frames a rerun must reproduce exactly.
+FRAMES = ("performance", "curves", "racu", "outcomes")
 TINY_FIT = dict(max_epochs=2, batch_size=16, learning_rate=3e-3, warmup_ratio=0.0, precision="fp32")
 _COUNTS: dict = {}
+
+
+def process_env(**extra) -> dict:
+    """The environment of a child process: this fmmlearn, the tests' helpers, offline, one thread."""
+    path = os.pathsep.join(filter(None, [str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1",
+                TOKENIZERS_PARALLELISM="false", MPLBACKEND="Agg", **extra)
+
+
+def start_study(model_dir, cache, out, **hooks) -> subprocess.Popen:
+    """This module as a process: the study of ``model_dir`` with ``cache``, written to ``out``; ``hooks``: env."""
+    return subprocess.Popen([sys.executable, "-m", "helpers.tiny_study", str(model_dir), str(cache), str(out)],
+                            cwd=TESTS, env=process_env(**hooks), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def assert_same_results(a, b) -> None:
+    """The result frames agree exactly; measured times (``*seconds*`` columns) are not results."""
+    import pandas as pd
+
+    for name in FRAMES:
+        left, right = getattr(a, name), getattr(b, name)
+        timing = [c for c in left.columns if "seconds" in c]
+        pd.testing.assert_frame_equal(left.drop(columns=timing), right.drop(columns=timing), check_exact=True,
+                                      obj=name)
 
 
 def study(model_dir, cache):
