@@ -29,19 +29,23 @@ def write_failure(path, exc: OSError, kept: str) -> OSError:
 
 
 @contextlib.contextmanager
-def reporting_write_errors(path, kept: str | None = None):
-    """Turn an ``OSError`` raised inside the block into one that names ``path`` (once, innermost wins).
+def reporting_write_errors(path, kept: str | None = None, *, outermost: bool = False):
+    """Turn an ``OSError`` raised inside the block into one that names ``path``.
 
-    ``kept`` says what remains (default: whether ``path`` existed before, and is unchanged).
+    ``kept`` says what remains (default: whether ``path`` existed before, and is unchanged).  The innermost
+    block names the path, unless an outer one says ``outermost=True`` (the inner path is then a temporary
+    one the user never asked for).
     """
     if kept is None:
         kept = "what was there before is unchanged" if Path(path).exists() else "nothing was written there"
     try:
         yield
     except OSError as exc:
-        if getattr(exc, "fmmlearn_reported", False):
+        reported = getattr(exc, "fmmlearn_reported", False)
+        if reported and not outermost:
             raise
-        raise write_failure(path, exc, kept) from exc
+        original = exc.__cause__ if reported and isinstance(exc.__cause__, OSError) else exc
+        raise write_failure(path, original, kept) from original
 
 
 def _fsync(file: Path) -> None:

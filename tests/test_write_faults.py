@@ -143,3 +143,14 @@ def test_a_command_whose_output_cannot_be_written_says_so_in_one_line(fitted_tin
     assert status == 2 and err.strip().splitlines() == [
         f"error: [Errno {errno.ENOSPC}] cannot write {predictions}: {FULL}; what was there before is unchanged"]
     assert predictions.read_text() == "an earlier run's predictions\n" and _leftovers(tmp_path) == []
+
+
+def test_a_model_cache_write_that_fails_names_the_entry_not_a_temporary_copy(fitted_tiny, tmp_path, monkeypatch):
+    store = StageCache(tmp_path)
+    monkeypatch.setattr(type(fitted_tiny.tokenizer_), "save_pretrained",
+                        lambda self, directory, **kw: _full_disk_after(100)(f"{directory}/tokenizer.json"))
+    with pytest.raises(OSError) as caught:
+        store.fit_or_load("key", lambda: (fitted_tiny, {}), "cpu")
+    assert str(caught.value) == (f"[Errno {errno.ENOSPC}] cannot write {tmp_path / 'models' / 'key'}: {FULL}; "
+                                 "the entries already in the cache are unchanged")
+    assert list((tmp_path / "models").iterdir()) == []

@@ -260,7 +260,7 @@ class StageCache:
         info = {**info, "seconds": time.perf_counter() - start}
         tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex}"
         try:
-            with reporting_write_errors(final, _UNCHANGED), quiet_transformers():
+            with reporting_write_errors(final, _UNCHANGED, outermost=True), quiet_transformers():
                 clf.save(tmp / _MODEL)
                 (tmp / _FIT_INFO).write_text(json.dumps(info, indent=2))
                 _write_manifest(tmp, "model", _files_of(tmp), self.identity)
@@ -297,7 +297,7 @@ class StageCache:
         final = self._entry(stage, key)
         tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex}"
         try:
-            with reporting_write_errors(final, _UNCHANGED):
+            with reporting_write_errors(final, _UNCHANGED, outermost=True):
                 tmp.mkdir(parents=True)
                 files = write_payload(payload, tmp)
                 _write_manifest(tmp, f"stage {stage}", files, self.identity)
