@@ -42,6 +42,8 @@ from _common import machine, machine_line  # noqa: E402  (sets HF_HUB_OFFLINE=1 
 
 from claims import CLAIMS, claims_table  # noqa: E402
 
+from fmmlearn._files import atomic_write  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results" / "reproduce"
 MASKING_RATIOS = (0.0, 1.0)
@@ -249,7 +251,7 @@ def figures(runs, out: Path) -> list:
                 ax.set_title(r["plan"].title)
                 ax.text(0.5, 0.5, str(exc), ha="center", va="center", wrap=True, transform=ax.transAxes)
         fig.tight_layout()
-        fig.savefig(out / f"{name}.png", dpi=90)
+        atomic_write(out / f"{name}.png", lambda tmp: fig.savefig(tmp, dpi=90))
         plt.close(fig)
         written.append(out / f"{name}.png")
 
@@ -429,7 +431,7 @@ def update_doc(path: Path, blocks: dict) -> list:
         text, n = pattern.subn(lambda m, body=body: m.group(1) + body.rstrip() + "\n" + m.group(2), text)
         if n == 0:
             missing.append(name)
-    path.write_text(text)
+    atomic_write(path, lambda tmp: tmp.write_text(text))
     return missing
 
 
@@ -493,13 +495,20 @@ def plans_for(args) -> list:
 
 
 def main(argv=None) -> dict:
-    from fmmlearn.study._rules import rules_digest
-    from reading import prose_blocks, runtime
+    """Run the reproduction; one run at a time writes ``--output`` (a second one stops, naming the holder's pid)."""
+    from fmmlearn._files import directory_lock
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
+    with directory_lock(args.output, option="--output") as out:
+        return reproduce(args, argv, out)
+
+
+def reproduce(args, argv: list, out: Path) -> dict:
+    """The reproduction into ``out`` (locked by :func:`main`); every file is written atomically."""
+    from fmmlearn.study._rules import rules_digest
+    from reading import prose_blocks, runtime
+
     info = machine()
     started, started_epoch, t0 = time.strftime("%Y-%m-%dT%H:%M:%S%z"), time.time(), time.perf_counter()
     load_start, digest = os.getloadavg()[0], rules_digest(RULES_PATH)
@@ -520,13 +529,13 @@ def main(argv=None) -> dict:
         "runtime": runtime(runs)}
     claims = claims_table(tables, report["rules"]["rules"])
     for name, frame in {**tables, "claims": claims}.items():
-        frame.to_csv(out / f"{name}.csv", index=False)
+        atomic_write(out / f"{name}.csv", lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
     report["claims"] = claims.replace({np.nan: None}).to_dict("records")
     report["figures"] = [p.name for p in figures(runs, out)]
     blocks = markdown_blocks(report, tables, claims, prose_blocks(report, tables, claims))
-    (out / "reproduce.json").write_text(json.dumps(report, indent=2, default=str))
+    atomic_write(out / "reproduce.json", lambda tmp: tmp.write_text(json.dumps(report, indent=2, default=str)))
     body = "\n\n".join(f"## {name}\n\n{text}" for name, text in blocks.items())
-    (out / "reproduce.md").write_text(f"# Reproduction: generated tables\n\n{body}\n")
+    atomic_write(out / "reproduce.md", lambda tmp: tmp.write_text(f"# Reproduction: generated tables\n\n{body}\n"))
     print("\n" + blocks["setup"] + "\n\n" + blocks["claims"], flush=True)
     if args.doc:
         missing = update_doc(Path(args.doc), blocks)
@@ -535,5 +544,20 @@ def main(argv=None) -> dict:
     return {"output": out, "tables": tables, "claims": claims, "report": report, "runs": runs}
 
 
+def _main_process() -> int:
+    """The script: Ctrl-C and SIGTERM stop it with one line and the shell's status; the cache keeps what finished."""
+    from fmmlearn._signals import exit_status, signals_as_interrupts
+
+    try:
+        with signals_as_interrupts():
+            main()
+    except KeyboardInterrupt as error:
+        name = getattr(error, "signal_name", "SIGINT")
+        print(f"error: interrupted by {name}; the finished work is kept in the cache (--cache-dir): run the same "
+              "command again to resume", file=sys.stderr)
+        return exit_status(error)
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(_main_process())

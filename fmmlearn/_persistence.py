@@ -43,9 +43,9 @@ import pandas as pd
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
-from ._version import __version__
-from ._warnings import warn
+from ._files import reporting_write_errors
 from ._processes import is_main_process
+from ._version import __version__
 from ._warnings import warn
 from .modeling import quiet_transformers, resolve_device, resolve_max_length, resolve_model_path
 
@@ -291,13 +291,15 @@ def save_classifier(clf, path, *, card=None) -> Path:
     path = _check_target(path)
     if not is_main_process():  # under a multi-process launch only rank 0 writes (docs/scaling.md)
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
-    try:
-        _write(clf, staging, classes, card)
-        _replace_directory(staging, path)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)  # nothing left once renamed into place
+    kept = "the previous save there is unchanged" if path.exists() else "nothing was written there"
+    with reporting_write_errors(path, kept):  # a full disk or read-only place: an error naming ``path``
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
+        try:
+            _write(clf, staging, classes, card)
+            _replace_directory(staging, path)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # nothing left once renamed into place
     return path
 
 

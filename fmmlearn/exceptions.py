@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["CacheWarning", "DegenerateModelWarning", "FaithfulnessWarning", "TruncationWarning"]
+__all__ = ["CacheWarning", "DegenerateModelWarning", "DirectoryInUseError", "FaithfulnessWarning", "JobInterrupted", "TruncationWarning"]
 
 
 class FaithfulnessWarning(UserWarning):
@@ -26,3 +26,21 @@ class TruncationWarning(UserWarning):
 
 class CacheWarning(UserWarning):
     """A cache entry was corrupt (truncated, altered) or stale (made by other versions); it is recomputed."""
+
+
+class DirectoryInUseError(OSError):
+    """Another process holds the lock of a study's output directory; the message names it and the holder's pid."""
+
+
+class JobInterrupted(KeyboardInterrupt):
+    """A long job was stopped by Ctrl-C (SIGINT) or SIGTERM; what it finished is kept (docs/reliability.md).
+
+    A :class:`KeyboardInterrupt`, so code that handles Ctrl-C handles both signals.
+    """
+
+    def __init__(self, signal_number: int):
+        import signal
+
+        self.signal_number = int(signal_number)
+        self.signal_name = signal.Signals(self.signal_number).name
+        super().__init__(f"interrupted by {self.signal_name}")

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ._explanation_data import EXAMPLE_VALUES, ROW_COLUMNS, lookup
+from ._files import atomic_write
 from ._formatting import interval, number
 from ._templates import environment, figure_data_uri
 
@@ -432,8 +433,7 @@ def _items(said: dict) -> list[dict]:
 
 def _write(page: str, path) -> None:
     if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(page, encoding="utf-8")
+        atomic_write(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
 
 
 def _facts_per_cell(table, cells: pd.DataFrame) -> list[dict | None]:

@@ -9,11 +9,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._files import atomic_write
+
 __all__ = ["plot_erasure", "plot_faithfulness", "plot_faithfulness_grid", "plot_in_distribution", "plot_performance",
            "plot_racu", "plot_random_masking"]
 
 _BASELINE_STYLE = {"linestyle": "--", "color": "0.35"}
 _RANDOM_MASKING_STYLE = {"linestyle": ":", "color": "0.55"}
+
+
+def _save_figure(figure, path) -> None:
+    """Write ``figure`` to ``path`` atomically (format by suffix); a failed write names ``path``."""
+    atomic_write(path, lambda tmp: figure.savefig(tmp, dpi=150, bbox_inches="tight"))
 
 
 def _curve_style(method: str, role: str | None) -> dict:
@@ -255,7 +262,7 @@ def _finish(ax, ylabel: str, title: str | None, path):
     if title:
         ax.set_title(title)
     if path is not None:
-        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
+        _save_figure(ax.figure, path)
     return ax
 
 
@@ -355,7 +362,7 @@ def plot_erasure(summary, ax=None, path=None, *, title: str | None = None):
     if title:
         ax.set_title(title)
     if path is not None:
-        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
+        _save_figure(ax.figure, path)
     return ax
 
 
@@ -479,7 +486,7 @@ def plot_faithfulness_grid(curves, path=None, *, models=None, methods=None, titl
         fig.suptitle(title, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     if path is not None:
-        fig.savefig(path, dpi=150, bbox_inches="tight")
+        _save_figure(fig, path)
     return fig
 
 
@@ -555,7 +562,7 @@ def plot_racu(summary, ax=None, path=None, *, value: str = "racu", title: str | 
     if title:
         ax.set_title(title)
     if path is not None:
-        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
+        _save_figure(ax.figure, path)
     return ax
 
 
@@ -602,5 +609,5 @@ def plot_performance(performance, ax=None, path=None, *, title: str | None = Non
     if title:
         ax.set_title(title)
     if path is not None:
-        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
+        _save_figure(ax.figure, path)
     return ax

@@ -24,7 +24,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fmmlearn"
 #: from the layers below its own.
 LAYERS = (
     ("_version", "_lazy", "exceptions", "_explanation_data"),
-    ("_random", "_validation", "_bootstrap", "_labels", "_warnings", "_formatting", "_net_routing"),
+    ("_random", "_validation", "_bootstrap", "_labels", "_warnings", "_formatting", "_net_routing", "_files",
+     "_signals"),
     ("_templates",),
     ("metrics", "datasets", "encoding", "plotting", "_processes"),
     ("masking", "modeling", "_protocols"),

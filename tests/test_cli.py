@@ -109,7 +109,7 @@ def test_an_unknown_method_is_one_error_line(capsys):
 def test_fit_then_predict_keeps_texts_as_written(tiny_model_dir, table, tmp_path, capsys):
     model = tmp_path / "model"
     status, out, _ = run(capsys, "fit", table, "--text-col", "review", "--out", model, "--model", tiny_model_dir,
-                         "--epochs", "8", "--learning-rate", "3e-3", "--precision", "fp32", "--device", "cpu")
+                         "--allow-empty", "--epochs", "8", "--learning-rate", "3e-3", "--precision", "fp32", "--device", "cpu")
     assert status == 0 and (model / "fmmlearn.json").is_file()
     assert f"wrote the model to {model}" in out and "valid_accuracy" in out  # the history table
     predictions = tmp_path / "pred.csv"
@@ -269,3 +269,45 @@ def test_non_text_cells_of_json_tables_are_errors(tmp_path, capsys, no_fitting):
 def test_summary_path_sits_next_to_the_curves():
     assert summary_path("out/curves.csv") == "out/curves.summary.csv"
     assert summary_path("c.parquet") == "c.summary.parquet"
+
+
+# --------------------------------------------------------------------------- loose ends of the bad-input suite
+
+
+def test_empty_text_cells_are_refused_naming_the_rows_unless_allowed(tmp_path, capsys, monkeypatch):
+    data = tmp_path / "gaps.csv"
+    X, y = make_sentiment(12, seed=1)
+    X[2], X[7] = "", "   "
+    pd.DataFrame({"text": X, "label": y}).to_csv(data, index=False)
+    monkeypatch.setattr(FaithfulTextClassifier, "fit", lambda *a, **k: pytest.fail("fit was called"))
+    status, out, err = run(capsys, "fit", data, "-o", tmp_path / "m")
+    assert status == 2 and out == "" and len(error_lines(err)) == 1 == len(err.strip().splitlines())
+    assert "2 row(s)" in err and "row(s) [2, 7]" in err and "--allow-empty" in err
+
+    seen = {}
+
+    def fake_fit(self, X, y):
+        seen["X"] = list(X)
+        raise ValueError("stop after reading")  # enough: the texts reached fit
+
+    monkeypatch.setattr(FaithfulTextClassifier, "fit", fake_fit)
+    status, _, err = run(capsys, "fit", data, "-o", tmp_path / "m", "--allow-empty")
+    assert status == 2 and "stop after reading" in err and seen["X"][2] == "" and seen["X"][7] == "   "
+
+
+def test_a_model_directory_with_only_pickled_weights_is_refused_in_one_line(tiny_model_dir, tmp_path, capsys):
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    pickled = tmp_path / "pickled-model"
+    shutil.copytree(tiny_model_dir, pickled)
+    torch.save(load_file(pickled / "model.safetensors"), pickled / "pytorch_model.bin")
+    (pickled / "model.safetensors").unlink()
+    data = tmp_path / "t.csv"
+    pd.DataFrame({"text": ["good", "bad", "fine", "awful"], "label": [1, 0, 1, 0]}).to_csv(data, index=False)
+    status, out, err = run(capsys, "fit", data, "--model", pickled, "-o", tmp_path / "m", "--device", "cpu", "-q")
+    assert status == 2 and out == "" and len(error_lines(err)) == 1 == len(err.strip().splitlines())
+    assert "holds only pickled weights (pytorch_model.bin)" in err and "loads safetensors" in err
+    assert "save_pretrained(NEW_DIR)" in err and "Traceback" not in err and not (tmp_path / "m").exists()

@@ -205,3 +205,32 @@ def test_a_second_writer_of_the_same_entry_keeps_the_first_and_interleaves_nothi
     entries = [p for p in (tmp_path / "stages" / "stage").iterdir()]
     assert [p.name for p in entries] == ["k"]  # no temporary directory left behind
     np.testing.assert_array_equal(store.load("stage", "k")["x"], np.arange(3))
+
+
+def test_every_entry_records_the_versions_and_the_base_models_fingerprint(tiny_model_dir, cached_run):
+    from fmmlearn.study._cache import model_identity
+
+    _, cache, _ = cached_run
+    manifests = [json.loads(p.read_text()) for p in cache.rglob("manifest.json")]
+    assert manifests and {m["kind"] for m in manifests} >= {"model", "stage faithfulness"}
+    for manifest in manifests:
+        assert set(manifest["versions"]) == {"fmmlearn", "torch", "transformers", "numpy"}
+        assert all(manifest["versions"].values())
+        assert manifest["model"] == model_identity(tiny_model_dir)  # a digest of the base model's files
+    assert set(model_identity(tiny_model_dir)) == {"directory_sha256"}
+
+
+def test_leftovers_of_a_killed_writer_are_removed_when_old_and_kept_while_fresh(tmp_path):
+    import os
+    import time
+
+    old = [tmp_path / "models" / ".tmp-a-1", tmp_path / "stages" / "fit" / ".tmp-b-2",
+           tmp_path / "stages" / "fit" / ".trash-c-3"]
+    fresh = tmp_path / "stages" / "fit" / ".tmp-d-4"  # perhaps another process's write in progress
+    for directory in [*old, fresh]:
+        directory.mkdir(parents=True)
+        (directory / "a0.npy").write_bytes(b"half")
+    for directory in old:
+        os.utime(directory, (time.time() - 2 * 3600,) * 2)
+    StageCache(tmp_path)
+    assert [d.exists() for d in old] == [False, False, False] and fresh.exists()

@@ -9,7 +9,7 @@ import re
 import warnings
 from pathlib import Path
 
-__all__ = ["DATA_SUFFIXES", "HTML_SUFFIXES", "TABLE_SUFFIXES", "check_model_dir", "check_output_path", "has_parquet", "labels_from", "plot_suffixes", "read_table", "records", "subsample", "summary_path", "texts_from", "write_table"]
+__all__ = ["DATA_SUFFIXES", "HTML_SUFFIXES", "TABLE_SUFFIXES", "check_model_dir", "check_output_path", "empty_text_rows", "has_parquet", "labels_from", "plot_suffixes", "read_table", "records", "subsample", "summary_path", "texts_from", "write_table"]
 
 
 #: Data files the commands read, by suffix.
@@ -95,6 +95,14 @@ def texts_from(frame, text_col: str, pair_col: str | None, path: str = "the data
     return frame[text_col]
 
 
+def empty_text_rows(frame, columns) -> list:
+    """Rows (0-based, header not counted) whose cell in any of ``columns`` is empty or whitespace only."""
+    rows = set()
+    for col in filter(None, columns):
+        rows.update(i for i, v in enumerate(frame[col].tolist()) if isinstance(v, str) and not v.strip())
+    return sorted(rows)
+
+
 def labels_from(frame, label_col: str, path: str = "the data", classes=None):
     """The y of a table, as the labels the model knows.
 
@@ -121,20 +129,20 @@ def labels_from(frame, label_col: str, path: str = "the data", classes=None):
 
 def write_table(frame, path: str) -> None:
     """Write a DataFrame by suffix (CSV, TSV, JSON Lines, Parquet or HTML); the path is checked beforehand."""
+    from .._files import atomic_write
+
     suffix = Path(path).suffix.lower()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".csv":
-        frame.to_csv(path, index=False)
-    elif suffix == ".tsv":
-        frame.to_csv(path, sep="\t", index=False)
-    elif suffix in (".jsonl", ".ndjson"):
-        frame.to_json(path, orient="records", lines=True, force_ascii=False)
-    elif suffix in (".parquet", ".pq"):
-        frame.to_parquet(path, index=False)
-    elif suffix in HTML_SUFFIXES:
-        Path(path).write_text(frame.to_html(index=False), encoding="utf-8")
-    else:  # check_output_path rejects these before any work
+    writers = {
+        ".csv": lambda tmp: frame.to_csv(tmp, index=False),
+        ".tsv": lambda tmp: frame.to_csv(tmp, sep="\t", index=False),
+        ".jsonl": lambda tmp: frame.to_json(tmp, orient="records", lines=True, force_ascii=False),
+        ".parquet": lambda tmp: frame.to_parquet(tmp, index=False),
+        ".html": lambda tmp: tmp.write_text(frame.to_html(index=False), encoding="utf-8"),
+    }
+    writers.update({".ndjson": writers[".jsonl"], ".pq": writers[".parquet"], ".htm": writers[".html"]})
+    if suffix not in writers:  # check_output_path rejects these before any work
         raise ValueError(f"unsupported output type {suffix!r}; use one of {', '.join(TABLE_SUFFIXES)}")
+    atomic_write(path, writers[suffix])  # a failed write leaves the previous file; the error names ``path``
 
 
 def plot_suffixes() -> tuple:

@@ -67,6 +67,18 @@ def _is_user_error(error: BaseException) -> bool:
     return arrow is not None and isinstance(error, arrow.ArrowException)
 
 
+def _interrupted(args, error: BaseException) -> str:
+    """The line of a command stopped by a signal: which one, and what a rerun does."""
+    from pathlib import Path
+
+    name = getattr(error, "signal_name", "SIGINT")
+    if getattr(args, "command", None) == "demo":
+        cache = Path(args.output) / "cache"
+        return (f"interrupted by {name}; the finished work is kept in {cache}: run the same command again to "
+                "resume")
+    return f"interrupted by {name}; no output was left half-written"
+
+
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split())
     if isinstance(error, KeyError) or not text:
@@ -91,13 +103,22 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        0 on success, 2 for a user error (one ``error: ...`` line on stderr).
+        0 on success, 2 for a user error (one ``error: ...`` line on stderr), 130 after Ctrl-C and 143
+        after SIGTERM (one ``error: interrupted by ...`` line).
     """
+    from .._signals import exit_status, signals_as_interrupts
+
     args = build_parser().parse_args(argv)
     as_json, stdout = getattr(args, "json", False), sys.stdout
     try:
-        with _terminal_warnings(), contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        with signals_as_interrupts(), _terminal_warnings(), \
+                contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
             result = args.func(args)
+    except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM: one line, the shell's status (130, 143)
+        if getattr(args, "debug", False):
+            raise
+        print(f"error: {_interrupted(args, error)}", file=sys.stderr)
+        return exit_status(error)
     except Exception as error:
         if getattr(args, "debug", False) or not _is_user_error(error):
             raise

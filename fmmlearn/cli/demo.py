@@ -87,12 +87,22 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> dict:
-    """``fmmlearn demo``: the plain-vs-masked study on tweets, its summary and report.html."""
-    from ..study import FaithfulnessStudy
+    """``fmmlearn demo``: the plain-vs-masked study on tweets, its summary and report.html.
+
+    One demo at a time writes ``--output``: a second one stops with an error naming the holder's pid.
+    """
+    from .._files import directory_lock
     from .._validation import check_writable_dir
 
-    preset = DEMO_PRESETS["quick" if args.quick else "full"]
     output = check_writable_dir(args.output, "--output")
+    with directory_lock(output, option="--output"):
+        return _run_locked(args, output)
+
+
+def _run_locked(args, output) -> dict:
+    from ..study import FaithfulnessStudy
+
+    preset = DEMO_PRESETS["quick" if args.quick else "full"]
     measures = list(args.measures or preset["measures"])
     sizes = {k: preset[k] if getattr(args, k) is None else getattr(args, k) for k in ("n_train", "n_valid", "n_test")}
     budget = preset["budget"] if args.budget is None else args.budget

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ._io import check_model_dir, labels_from, read_table, records, texts_from
+from ._io import check_model_dir, empty_text_rows, labels_from, read_table, records, texts_from
 from ._options import (
     add_command,
     add_common_options,
@@ -135,6 +135,10 @@ def add_parser(sub) -> None:
                              "FaithfulTextClassifier.for_paper_dataset): learning rate 2e-5, its epochs, its primary "
                              "metric for model selection and as the later commands' default metric, batch size 16, "
                              "masked fine-tuning; options given explicitly still win (e.g. --max-epochs 1)")
+    parser.add_argument("--allow-empty", action="store_true",
+                        help="train on rows whose text is empty or whitespace only (by default they are an error "
+                             "naming the rows: usually a broken export, and the model would learn a label for "
+                             "'no text')")
     _mark_defaults(parser, _PAPER_OPTIONS)
     add_common_options(parser)
     parser.set_defaults(func=run)
@@ -149,6 +153,7 @@ def run(args) -> dict:
     frame = read_table(args.data, (args.text_col, args.pair_col, args.label_col))
     X = texts_from(frame, args.text_col, args.pair_col, args.data)
     y = labels_from(frame, args.label_col, args.data)
+    _check_empty_texts(frame, args)
     paper = _paper_settings(args)
     clf = FaithfulTextClassifier(
         model=args.model,
@@ -178,6 +183,16 @@ def run(args) -> dict:
     return {"command": "fit", "written": [str(path)], "model_dir": str(path), "n_examples": len(y),
             "classes": clf.classes_.tolist(), "fit_seconds": round(seconds, 3),
             "history": records(clf.history_.reset_index())}
+
+
+def _check_empty_texts(frame, args) -> None:
+    """Refuse empty text cells unless ``--allow-empty``: the error names the rows."""
+    empty = empty_text_rows(frame, (args.text_col, args.pair_col))
+    if empty and not args.allow_empty:
+        columns = " or ".join(repr(c) for c in (args.text_col, args.pair_col) if c)
+        raise ValueError(f"{len(empty)} row(s) of {args.data} have an empty text in column {columns}: row(s) "
+                         f"{empty[:10]}{' ...' if len(empty) > 10 else ''} (counting data rows from 0); fix the "
+                         "data, or pass --allow-empty to train on them")
 
 
 def _accelerator_option(choice, launched: int, accumulation: int):

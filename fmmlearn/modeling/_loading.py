@@ -66,6 +66,25 @@ def _offline_hint(name: str) -> str:
     )
 
 
+#: Weight files that are pickles (or other formats fmmlearn does not read), refused in favour of safetensors.
+_UNSAFE_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+
+
+def _check_safetensors_weights(path: str) -> None:
+    """A local model directory must hold safetensors weights: a pickled checkpoint is refused in one line."""
+    directory = Path(path)
+    if any(directory.glob("*.safetensors")) or (directory / "model.safetensors.index.json").is_file():
+        return
+    pickled = sorted(p.name for pattern in _UNSAFE_WEIGHTS for p in directory.glob(pattern))
+    if pickled:
+        raise ValueError(
+            f"model directory {path!r} holds only pickled weights ({', '.join(pickled)}); fmmlearn loads safetensors "
+            "weights only, because unpickling can run code. If you trust the file, convert it once in Python: "
+            f"AutoModelForSequenceClassification.from_pretrained({path!r}).save_pretrained(NEW_DIR) and the same "
+            "with AutoTokenizer (transformers 4 needs save_pretrained(NEW_DIR, safe_serialization=True))"
+        )
+
+
 @contextlib.contextmanager
 def quiet_transformers():
     """Silence the weight-loading bar and the expected "newly initialized head" notice."""
@@ -184,6 +203,8 @@ def load_pretrained(model, *, num_labels: int, id2label: dict, label2id: dict):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     path = resolve_model_path(model)
     is_local = Path(path).is_dir()
+    if is_local:
+        _check_safetensors_weights(path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         with quiet_transformers():
@@ -193,6 +214,7 @@ def load_pretrained(model, *, num_labels: int, id2label: dict, label2id: dict):
                 id2label=id2label,
                 label2id=label2id,
                 trust_remote_code=False,
+                use_safetensors=True,
                 ignore_mismatched_sizes=True,
             )
     except (OSError, ValueError) as exc:

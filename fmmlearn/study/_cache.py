@@ -33,6 +33,7 @@ from pathlib import Path
 
 import joblib
 
+from .._files import reporting_write_errors
 from .._warnings import warn
 from ..exceptions import CacheWarning
 from ..modeling import quiet_transformers
@@ -47,6 +48,8 @@ _FORMAT = "fmmlearn.cache-entry"
 _FORMAT_VERSION = 1
 #: Libraries whose version is recorded with every entry; an entry made by another version is stale.
 _VERSIONED = ("fmmlearn", "torch", "transformers", "numpy")
+#: What a failed cache write leaves (the entry's temporary copy is removed).
+_UNCHANGED = "the entries already in the cache are unchanged"
 
 
 def content_key(*parts) -> str:
@@ -141,6 +144,22 @@ def _discard(entry: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
+#: A temporary entry older than this was left by a killed process (a live one renames it within seconds).
+_LEFTOVER_AGE_S = 3600
+
+
+def _remove_leftovers(models: Path, stages: Path) -> None:
+    """Remove the temporary copies that a killed process (``kill -9``, a power cut) left in the stores."""
+    now = time.time()
+    for leftover in [*models.glob(".tmp-*"), *models.glob(".trash-*"), *stages.glob("*/.tmp-*"),
+                     *stages.glob("*/.trash-*")]:
+        try:
+            if now - leftover.stat().st_mtime > _LEFTOVER_AGE_S:
+                shutil.rmtree(leftover, ignore_errors=True)
+        except OSError:  # removed meanwhile by another process
+            pass
+
+
 class ModelHandle:
     """A fitted classifier that is loaded from the model store only when a stage needs it."""
 
@@ -187,8 +206,10 @@ class StageCache:
             self._tmp = tempfile.TemporaryDirectory(prefix="fmmlearn-study-")
         root = self.location or Path(self._tmp.name)
         self.models, self.stages = root / "models", root / "stages"
-        self.models.mkdir(parents=True, exist_ok=True)
-        self.stages.mkdir(parents=True, exist_ok=True)
+        with reporting_write_errors(root, "nothing was written there"):
+            self.models.mkdir(parents=True, exist_ok=True)
+            self.stages.mkdir(parents=True, exist_ok=True)
+        _remove_leftovers(self.models, self.stages)
 
     # ---------------------------------------------------------------- checking entries
     def _usable(self, entry: Path, what: str) -> dict | None:
@@ -239,11 +260,11 @@ class StageCache:
         info = {**info, "seconds": time.perf_counter() - start}
         tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex}"
         try:
-            with quiet_transformers():
+            with reporting_write_errors(final, _UNCHANGED, outermost=True), quiet_transformers():
                 clf.save(tmp / _MODEL)
-            (tmp / _FIT_INFO).write_text(json.dumps(info, indent=2))
-            _write_manifest(tmp, "model", _files_of(tmp), self.identity)
-            _publish(tmp, final)
+                (tmp / _FIT_INFO).write_text(json.dumps(info, indent=2))
+                _write_manifest(tmp, "model", _files_of(tmp), self.identity)
+                _publish(tmp, final)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -274,13 +295,13 @@ class StageCache:
     def save(self, stage: str, key: str, payload: dict) -> None:
         """Store ``payload`` for ``(stage, key)`` atomically (a concurrent writer's identical entry is kept)."""
         final = self._entry(stage, key)
-        final.parent.mkdir(parents=True, exist_ok=True)
         tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex}"
-        tmp.mkdir()
         try:
-            files = write_payload(payload, tmp)
-            _write_manifest(tmp, f"stage {stage}", files, self.identity)
-            _publish(tmp, final)
+            with reporting_write_errors(final, _UNCHANGED, outermost=True):
+                tmp.mkdir(parents=True)
+                files = write_payload(payload, tmp)
+                _write_manifest(tmp, f"stage {stage}", files, self.identity)
+                _publish(tmp, final)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)

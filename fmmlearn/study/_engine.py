@@ -18,6 +18,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 
+from .._signals import signals_as_interrupts
 from .._validation import StrictInterval
 from ._cache import StageCache, model_identity
 from ._metadata import study_metadata
@@ -286,6 +287,9 @@ class FaithfulnessStudy(BaseEstimator):
         ------
         ValueError
             Naming the option, for anything the study cannot run with -- before any model is fitted.
+        fmmlearn.exceptions.JobInterrupted
+            On Ctrl-C or SIGTERM (a ``KeyboardInterrupt``): every finished job is in ``cache_dir``, so the
+            same ``run`` resumes there.
         """
         from ._system import load_average, machine_info
 
@@ -295,8 +299,10 @@ class FaithfulnessStudy(BaseEstimator):
         started, load_start, t0 = time.strftime("%Y-%m-%dT%H:%M:%S%z"), load_average(), time.perf_counter()
         cache = StageCache(settings.cache_dir, identity=model_identity(settings.model))
         runtime = Runtime(cache, verbose=settings.verbose, release_models=len(settings.runs) > 4)
+        # Ctrl-C or SIGTERM raise JobInterrupted: finished entries stay in the cache, half-written ones are removed.
         try:
-            context = run_stages(stages, Context({"settings": settings, "splits": splits}), runtime)
+            with signals_as_interrupts():
+                context = run_stages(stages, Context({"settings": settings, "splits": splits}), runtime)
             frames = {name: context[name] for stage in stages for name in stage.frames}
             frames["timings"] = timings = pd.DataFrame(runtime.timings)
             metadata = study_metadata(settings, splits, context, stages, frames, timings, started=started,

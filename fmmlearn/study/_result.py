@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from pathlib import Path
 
 import pandas as pd
 
+from .._files import atomic_write, directory_lock
 from ._tables import LEVEL, erasure_by_model
 
 __all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]
@@ -18,6 +17,8 @@ FRAMES = ("performance", "curves", "racu", "racu_summary", "comparisons", "in_di
           "in_distribution_verdicts", "erasure", "explanations", "outcomes", "timings")
 _METADATA = "metadata.json"
 _FORMATS = ("parquet", "csv")
+#: Seconds a save waits for another process saving into the same directory.
+_SAVE_WAIT_S = 120
 # Line colours of the erasure plot: its points are green (valid), red (not valid) or grey (not checked).
 _LINE_COLORS = ("tab:blue", "tab:orange", "tab:purple", "tab:brown", "tab:cyan", "tab:olive", "tab:pink", "black")
 
@@ -220,7 +221,6 @@ class StudyResult:
         page = render_report(self, title=title)
         if path is not None:
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
             _atomic_write(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
         return page
 
@@ -245,8 +245,10 @@ class StudyResult:
         """
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {_FORMATS}, got {format!r}.")
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+        with directory_lock(directory, timeout=_SAVE_WAIT_S):  # two saves into one directory never interleave
+            return self._save_files(Path(directory), format)
+
+    def _save_files(self, directory: Path, format: str) -> Path:
         files = {}
         for name, frame in self.frames.items():
             file = directory / f"{name}.{format}"
@@ -303,11 +305,5 @@ def _is_explanation(frame) -> bool:
 
 
 def _atomic_write(path: Path, write) -> None:
-    """``write(tmp)`` to a temporary sibling of ``path``, then rename it over ``path``."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """``write(tmp)`` to a temporary sibling of ``path``, then rename it over ``path`` (errors name ``path``)."""
+    atomic_write(path, write)
