@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["CacheWarning", "DegenerateModelWarning", "FaithfulnessWarning", "TruncationWarning"]
+__all__ = ["CacheWarning", "DegenerateModelWarning", "ExplainerError", "FaithfulnessWarning", "TruncationWarning"]
 
 
 class FaithfulnessWarning(UserWarning):
@@ -26,3 +26,7 @@ class TruncationWarning(UserWarning):
 
 class CacheWarning(UserWarning):
     """A cache entry was corrupt (truncated, altered) or stale (made by other versions); it is recomputed."""
+
+
+class ExplainerError(RuntimeError):
+    """An explainer given as a value (docs/explainers.md) raised; the message names the text, the cause chains."""
