@@ -180,3 +180,43 @@ def test_explainers_take_no_measure_parameters(fitted_tiny, data):
     X, y = data
     with pytest.raises(ValueError, match="explainer value; it takes no parameters"):
         explain(fitted_tiny, X[:2], y[:2], method=captum_attr.Saliency, n_steps=3)
+
+
+# --------------------------------------------------------------------------- the other entry points
+
+
+@pytest.mark.filterwarnings("ignore::fmmlearn.exceptions.FaithfulnessWarning")
+def test_erasure_metrics_and_scorers_take_explainers(fitted_tiny, data):
+    from fmmlearn.faithfulness import erasure_metrics, make_erasure_scorer, make_faithfulness_scorer
+
+    X, y = data
+    reference = erasure_metrics(fitted_tiny, X, y, method="loo-sign", k=(0.2, 0.5), n_bootstrap=0).summary
+    ablation = erasure_metrics(fitted_tiny, X, y, method=captum_attr.FeatureAblation, k=(0.2, 0.5),
+                               n_bootstrap=0).summary
+    np.testing.assert_array_equal(ablation["mean"].to_numpy(), reference["mean"].to_numpy())
+    assert set(ablation["method"]) == {"FeatureAblation"}
+    score = make_faithfulness_scorer(captum_attr.FeatureAblation, ratios=RATIOS)(fitted_tiny, X, y)
+    assert score == make_faithfulness_scorer("loo-sign", ratios=RATIOS)(fitted_tiny, X, y)
+    erasure = make_erasure_scorer(captum_attr.FeatureAblation, k=(0.2, 0.5))(fitted_tiny, X, y)
+    assert erasure == make_erasure_scorer("loo-sign", k=(0.2, 0.5))(fitted_tiny, X, y)
+
+
+def test_the_cli_takes_module_callable_and_module_class(fitted_tiny, data, tmp_path, capsys):
+    from fmmlearn.cli import main
+
+    X, y = data
+    table = tmp_path / "d.csv"
+    pd.DataFrame({"text": X, "label": y}).to_csv(table, index=False)
+    model = fitted_tiny.save(tmp_path / "model")
+    status = main(["explain", str(model), str(table), "--method", "helpers.explainers:earliest_first",
+                   "-o", str(tmp_path / "e.csv"), "--quiet"])
+    frame = pd.read_csv(tmp_path / "e.csv")
+    assert status == 0 and set(frame["method"]) == {"helpers.explainers.earliest_first"}
+    status = main(["faithfulness", str(model), str(table), "--label-col", "label", "--methods", "loo-sign",
+                   "captum.attr:Occlusion", "--ratios", "0", "0.5", "1", "-o", str(tmp_path / "c.csv"), "--quiet",
+                   "--repeats", "1"])
+    curves = pd.read_csv(tmp_path / "c.csv")
+    assert status == 0 and {"loo-sign", "Occlusion"} <= set(curves["method"])
+    with pytest.raises(SystemExit):
+        main(["explain", str(model), str(table), "--method", "captum.attr:NoSuchThing", "-o", str(tmp_path / "x.csv")])
+    assert "has no attribute 'NoSuchThing'" in capsys.readouterr().err
