@@ -103,10 +103,11 @@ def test_signedness_is_declared_or_inferred_and_shown(fitted_tiny, data):
         return attention_mask.float() - 2.0 * (input_ids % 2)
 
     assert as_explainer(positive).signed is None
-    explain(fitted_tiny, X[:2], y[:2], method=positive)
+    e = explain(fitted_tiny, X[:2], y[:2], method=positive)
     assert as_explainer(positive).signed is False and get_measure(positive).signed is False
-    explain(fitted_tiny, X[:2], y[:2], method=signed_scores)
-    assert get_measure(signed_scores).signed is True
+    assert not e.examples["signed"].any()
+    e = explain(fitted_tiny, X[:2], y[:2], method=signed_scores)
+    assert get_measure(signed_scores).signed is True and e.examples["signed"].all()
     assert CallableExplainer(positive, name="declared", signed=True).signed is True
     assert registered_explainer(get_measure(positive).name) is as_explainer(positive)
 
@@ -220,3 +221,26 @@ def test_the_cli_takes_module_callable_and_module_class(fitted_tiny, data, tmp_p
     with pytest.raises(SystemExit):
         main(["explain", str(model), str(table), "--method", "captum.attr:NoSuchThing", "-o", str(tmp_path / "x.csv")])
     assert "has no attribute 'NoSuchThing'" in capsys.readouterr().err
+
+
+def test_a_configured_captum_object_keeps_its_settings_and_gets_the_models_forward(fitted_tiny, data):
+    X, y = data
+    unused = lambda *args: None  # noqa: E731 - replaced by the model's forward function
+    plain = captum_attr.IntegratedGradients(unused, multiply_by_inputs=False)
+    frame = explain(fitted_tiny, X[:2], y[:2], method=CaptumExplainer(plain, n_steps=8))
+    multiplied = explain(fitted_tiny, X[:2], y[:2], method=CaptumExplainer(captum_attr.IntegratedGradients, n_steps=8))
+    assert np.isfinite(frame["importance"]).all()
+    assert not np.allclose(frame["importance"], multiplied["importance"])  # multiply_by_inputs=False was kept
+    assert plain.forward_func is unused  # the user's object is not changed
+    layer = captum_attr.LayerIntegratedGradients(unused, fitted_tiny.model_.get_input_embeddings())
+    np.testing.assert_allclose(
+        explain(fitted_tiny, X[:2], y[:2], method=CaptumExplainer(layer, n_steps=8, name="lig"))["importance"],
+        explain(fitted_tiny, X[:2], y[:2], method=CaptumExplainer(captum_attr.LayerIntegratedGradients,
+                                                                   n_steps=8))["importance"], atol=1e-6)
+
+
+def test_unsupported_captum_classes_and_values_are_type_errors():
+    with pytest.raises(TypeError, match="neither a perturbation, a layer nor a gradient attribution"):
+        get_measure(captum_attr.NoiseTunnel)
+    with pytest.raises(ValueError, match="a callable fn"):
+        get_measure(42)
