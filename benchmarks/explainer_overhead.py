@@ -75,8 +75,8 @@ def direct(clf, encoding, targets, cls, options, batch_size) -> list:
         call = dict(target=target, additional_forward_args=(mask,), **options)
         if kind == "perturbation":
             with torch.no_grad():
-                scores = attribution.attribute(ids, baselines=base_ids, feature_mask=eligible.long().cumsum(1) * eligible,
-                                               **call)
+                features = eligible.long().cumsum(1) * eligible
+                scores = attribution.attribute(ids, baselines=base_ids, feature_mask=features, **call)
         elif kind == "layer":
             scores = attribution.attribute(ids, baselines=base_ids, **call).sum(-1)
         else:

@@ -116,7 +116,8 @@ def test_a_name_is_stable_and_the_registered_name_resolves(data):
     def my_fn(input_ids, attention_mask, target):
         return attention_mask.float()
 
-    assert get_measure(my_fn).name == f"{__name__}.test_a_name_is_stable_and_the_registered_name_resolves.<locals>.my_fn"
+    qualname = "test_a_name_is_stable_and_the_registered_name_resolves.<locals>.my_fn"
+    assert get_measure(my_fn).name == f"{__name__}.{qualname}"
     assert get_measure(get_measure(my_fn).name).explainer is as_explainer(my_fn)
     assert get_measure(captum_attr.Occlusion).name == "Occlusion"
     assert CaptumExplainer(captum_attr.IntegratedGradients, n_steps=20).name == "IntegratedGradients(n_steps=20)"

@@ -1,4 +1,4 @@
-"""Explainer values in the study (docs/explainers.md): same tables, figures and verdicts, cost per text, stable cache."""
+"""Explainer values in the study (docs/explainers.md): the same tables and verdicts, cost per text, a stable cache."""
 
 import json
 import os
@@ -18,8 +18,8 @@ captum_attr = pytest.importorskip("captum.attr")
 pytestmark = pytest.mark.filterwarnings("ignore:The level-3 fold has only:UserWarning")
 
 TINY_FIT = dict(max_epochs=10, batch_size=16, learning_rate=3e-3, warmup_ratio=0.0, precision="fp32")
-SETTINGS = dict(masking_ratios=(1.0,), seeds=(0,), n_train=100, n_valid=30, n_test=20, erasure=None, classifier_params=TINY_FIT,
-                device="cpu", n_baseline=1, n_bootstrap=199, n_explain=0, verbose=0)
+SETTINGS = dict(masking_ratios=(1.0,), seeds=(0,), n_train=100, n_valid=30, n_test=20, erasure=None,
+                classifier_params=TINY_FIT, device="cpu", n_baseline=1, n_bootstrap=199, n_explain=0, verbose=0)
 NAME = "helpers.explainers.earliest_first"
 
 

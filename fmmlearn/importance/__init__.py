@@ -22,8 +22,8 @@ from ._utils import Problem, inference_context
 from .external import CallableExplainer, CaptumExplainer, Explainer, as_explainer
 from .registry import MEASURE_NAMES, Measure, get_measure, importance_measures
 
-__all__ = ["MEASURE_NAMES", "CallableExplainer", "CaptumExplainer", "Explainer", "Measure", "Problem", "as_explainer",
-           "compute_importance", "get_measure", "importance_measures"]
+__all__ = ["MEASURE_NAMES", "CallableExplainer", "CaptumExplainer", "Explainer", "Measure", "Problem",
+           "as_explainer", "compute_importance", "get_measure", "importance_measures"]
 
 
 def _check_shapes(batch: Batch, target: torch.Tensor, eligible: torch.Tensor) -> None:

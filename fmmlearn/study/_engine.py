@@ -53,7 +53,7 @@ class FaithfulnessStudy(BaseEstimator):
     masking_ratios : sequence of float in [0, 1], default=(0.0, 1.0)
         ``max_masking_ratio`` of each fine-tuned model; ``0`` is plain
         fine-tuning.
-    measures : sequence of str or explainer values, default=("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign")
+    measures : sequence, default=("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign")
         Importance measures (:func:`fmmlearn.importance_measures`) and
         explainer values (a callable, a Captum attribution class or object,
         an ``Explainer``: docs/explainers.md), the latter under their names

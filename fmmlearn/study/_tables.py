@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["LEVEL", "RELIABLE_AREA_SHARE", "comparison_between", "erasure_by_model", "in_distribution_verdicts",
-           "measure_costs", "most_faithful_rows", "performance_by_model", "ranked_measures", "ranking_metric", "verdict_text"]
+           "measure_costs", "most_faithful_rows", "performance_by_model", "ranked_measures", "ranking_metric",
+           "verdict_text"]
 
 #: RACU is "reliable" when the CI lower bound of its denominator is at least this share of its estimate.
 RELIABLE_AREA_SHARE = 0.5
