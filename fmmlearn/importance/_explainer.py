@@ -107,7 +107,7 @@ class Explainer:
 
     def scores(self, problem: Problem) -> torch.Tensor:
         """Scores ``(B, T)`` of the problem's batch, chunk by chunk, checked."""
-        ids, mask = problem.batch.input_ids, problem.batch.attention_mask
+        ids = problem.batch.input_ids
         size = self.batch_size or len(ids)
         out = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
         for start in range(0, len(ids), size):
@@ -126,6 +126,8 @@ class Explainer:
         try:
             raw = self.attribute(sub, *args)
         except Exception as exc:  # locate the text that fails, keep the original as the cause
+            if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower():
+                raise  # the runtime halves the batch and retries
             raise self._failure(sub, args, exc) from exc
         return self._checked(raw, (len(rows), width), sub.eligible)
 
