@@ -245,3 +245,17 @@ def test_unsupported_captum_classes_and_values_are_type_errors():
         get_measure(captum_attr.NoiseTunnel)
     with pytest.raises(ValueError, match="a callable fn"):
         get_measure(42)
+
+
+def test_an_explainer_out_of_memory_gets_smaller_batches_not_an_error(fitted_tiny, data):
+    X, y = data
+    sizes = []
+
+    def small_batches_only(input_ids, attention_mask, target):
+        sizes.append(len(input_ids))
+        if len(input_ids) > 2:
+            raise torch.OutOfMemoryError("out of memory (simulated)")
+        return attention_mask.float()
+
+    frame = explain(fitted_tiny, X, y, method=CallableExplainer(small_batches_only, name="small-batches"))
+    assert frame["example"].nunique() == len(X) and max(sizes) > 2 and sizes[-1] <= 2
