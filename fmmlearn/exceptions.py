@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["CacheWarning", "DegenerateModelWarning", "DirectoryInUseError", "FaithfulnessWarning", "JobInterrupted", "TruncationWarning"]
+__all__ = ["CacheWarning", "DegenerateModelWarning", "DirectoryInUseError", "ExplainerError", "FaithfulnessWarning",
+           "JobInterrupted", "TruncationWarning"]
 
 
 class FaithfulnessWarning(UserWarning):
@@ -44,3 +45,7 @@ class JobInterrupted(KeyboardInterrupt):
         self.signal_number = int(signal_number)
         self.signal_name = signal.Signals(self.signal_number).name
         super().__init__(f"interrupted by {self.signal_name}")
+
+
+class ExplainerError(RuntimeError):
+    """An explainer given as a value (docs/explainers.md) raised; the message names the text, the cause chains."""

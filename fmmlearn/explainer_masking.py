@@ -105,7 +105,7 @@ def iter_batch_masking(
         On the model's device.
     target : LongTensor (B,)
         Class explained per row (the gold label in faithfulness curves).
-    method : str or Measure, default="loo-sign"
+    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure; ignored when ``importance`` is given.
     ratios : array-like of float, optional
         Strictly increasing in ``[0, 1]``; default :data:`DEFAULT_RATIOS`.
@@ -209,7 +209,7 @@ def iter_explainer_masking(
         From ``clf.encode``.
     target_idx : array-like of int, shape (n_samples,)
         Class index (into ``clf.classes_``) explained per example.
-    method : str, default="loo-sign"
+    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure (see :func:`fmmlearn.importance.get_measure`).
     ratios : array-like of float, optional
         Default :data:`DEFAULT_RATIOS`.

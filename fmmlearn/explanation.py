@@ -74,7 +74,7 @@ def explain_encoded(
         From ``clf.encode``.
     targets_idx : array-like of int, shape (n_samples,)
         Class index (into ``clf.classes_``) explained per example.
-    method : str, default="loo-sign"
+    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
         See :func:`fmmlearn.importance.get_measure`.
     segment : {"first", "all"}, default="first"
         Explain segment A only (the paper) or every non-special token.
@@ -469,7 +469,7 @@ def explain(
     X : sequence of str, or sentence pairs
     y : array-like, optional
         Gold labels; their class is explained (the paper's convention).
-    method : str, default="loo-sign"
+    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
         An importance measure: ``rand``, ``grad-l2``, ``grad-l1``,
         ``inp-grad-sign``, ``inp-grad-abs``, ``int-grad-sign``,
         ``int-grad-abs``, ``loo-sign``, ``loo-abs`` or ``beam-sign-K`` (any
@@ -542,4 +542,6 @@ def explain(
     frame = token_frame(clf, encoding, scores, targets_idx, measure.name, segment)
     if level == "word":
         frame = word_frame(frame, encoding, aggregate)
+    # an explainer's signedness may have been inferred on the first batch just now
+    measure = get_measure(measure.explainer) if measure.explainer is not None else measure
     return Explanation(frame, examples=example_table(clf, encoding, logits, gold_idx, measure))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-__all__ = ["HelpFormatter", "add_command", "add_common_options", "add_data_arguments", "add_inference_batch_size", "add_model_dir_argument", "add_output_argument", "add_seed_argument", "defaults_of", "load_model", "measure_help", "measure_name", "metric_name", "say"]
+__all__ = ["HelpFormatter", "add_command", "add_common_options", "add_data_arguments", "add_inference_batch_size", "add_model_dir_argument", "add_output_argument", "add_seed_argument", "defaults_of", "import_explainer", "load_model", "measure_help", "measure_name", "metric_name", "say"]
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -105,13 +105,41 @@ def defaults_of(func) -> dict:
             if p.default is not inspect.Parameter.empty}
 
 
+def import_explainer(value: str):
+    """The object ``module:attribute`` names (e.g. ``captum.attr:Occlusion``, ``my_explainers:saliency``).
+
+    The working directory is importable, as for ``python -m``, so a module next to the data works.
+    """
+    import importlib
+    import os
+    import sys
+
+    module_name, _, attribute = value.partition(":")
+    if not module_name or not attribute:
+        raise argparse.ArgumentTypeError(f"an explainer is given as module:callable, got {value!r}.")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as error:
+        raise argparse.ArgumentTypeError(f"cannot import module {module_name!r} of explainer {value!r}: {error}") \
+            from None
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            raise argparse.ArgumentTypeError(f"module {module_name!r} has no attribute {attribute!r} "
+                                             f"(explainer {value!r}).")
+        obj = getattr(obj, part)
+    return obj
+
+
 def measure_name(value: str) -> str:
-    """``type=`` of method options: a known importance measure, else a parse error naming the known ones."""
+    """``type=`` of method options: a known importance measure or an explainer as ``module:callable`` /
+    ``module:Class`` (docs/explainers.md, registered under its name), else a parse error naming the known ones."""
     from ..importance import get_measure
 
     try:
-        return get_measure(value).name
-    except ValueError as error:
+        return get_measure(import_explainer(value) if ":" in value else value).name
+    except (TypeError, ValueError) as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
@@ -128,7 +156,8 @@ def metric_name(value: str) -> str:
 def measure_help(intro: str) -> str:
     from ..importance import MEASURE_NAMES
 
-    return f"{intro}: one of {', '.join(MEASURE_NAMES)} (K = beam width, e.g. beam-sign-10)"
+    return (f"{intro}: one of {', '.join(MEASURE_NAMES)} (K = beam width, e.g. beam-sign-10), or an explainer as "
+            "module:callable or module:Class (e.g. captum.attr:Occlusion; docs/explainers.md)")
 
 
 def say(args, *lines) -> None:

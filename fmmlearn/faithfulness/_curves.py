@@ -190,7 +190,7 @@ def faithfulness_curve(
     X : sequence of str, or sentence pairs
     y : array-like of shape (n_samples,)
         Gold labels (values of ``clf.classes_``).
-    method : str, default="loo-sign"
+    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure: ``rand``, ``grad-l2``, ``grad-l1``,
         ``inp-grad-sign``, ``inp-grad-abs``, ``int-grad-sign``,
         ``int-grad-abs``, ``loo-sign``, ``loo-abs`` or ``beam-sign-K``.  With

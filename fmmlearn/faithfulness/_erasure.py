@@ -428,7 +428,7 @@ def erasure_metrics(
     y : array-like of shape (n_samples,), optional
         Gold labels: their class is the target (ERASER explains the
         prediction; pass no ``y`` for that).
-    method : str, optional
+    method : str, Measure or explainer value (docs/explainers.md), optional
         Importance measure (:func:`fmmlearn.importance_measures`), computed on
         the clean inputs for the target class.  With ``importances`` it is
         only the label of the rows (default ``"precomputed"``).

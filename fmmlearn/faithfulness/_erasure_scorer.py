@@ -121,7 +121,7 @@ def make_erasure_scorer(
 
     Parameters
     ----------
-    method : str, default="loo-sign"
+    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure; ``inp-grad-sign`` (one backward pass) is much
         cheaper for model selection.
     mode : {"comprehensiveness", "sufficiency"}, default="comprehensiveness"
@@ -172,5 +172,5 @@ def make_erasure_scorer(
     else:
         aggregate = float(aggregate)
     resolve_seed(random_state, 0)
-    return _ErasureScorer(measure.name, mode, grid, aggregate, removal, segment, X_calib, alpha, max_invalid_factor,
+    return _ErasureScorer(measure.name if measure.explainer is None else method, mode, grid, aggregate, removal, segment, X_calib, alpha, max_invalid_factor,
                           random_state, max_samples, method_params)

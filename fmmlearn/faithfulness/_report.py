@@ -133,7 +133,8 @@ def faithfulness_report(
     >>> report = faithfulness_report(clf, X_test, y_test, methods=["inp-grad-sign", "loo-sign"])  # doctest: +SKIP
     >>> report.summary[["method", "racu", "racu_low", "racu_high"]]                             # doctest: +SKIP
     """
-    measures = [get_measure(m) for m in ([methods] if isinstance(methods, str) else list(methods))]
+    single = isinstance(methods, str) or not isinstance(methods, (list, tuple))
+    measures = [get_measure(m) for m in ([methods] if single else list(methods))]
     if not measures:
         raise ValueError("methods must name at least one importance measure.")
     options = dict(ratios=check_ratios(ratios, endpoints=True), segment=check_segment(segment), metric=metric,

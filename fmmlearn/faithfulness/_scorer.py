@@ -128,7 +128,7 @@ def make_faithfulness_scorer(
 
     Parameters
     ----------
-    method : str, default="loo-sign"
+    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure.  Leave-one-out costs ``n + 1`` forward passes per
         example and step; ``inp-grad-sign`` (one backward pass) is much cheaper
         for model selection.
@@ -181,7 +181,8 @@ def make_faithfulness_scorer(
     check_segment(segment)
     resolve_recursive(measure, recursive, False)
     resolve_seed(random_state, 0)
-    return _FaithfulnessScorer(measure.name, metric, grid, bool(relative), int(n_random), random_state, segment,
+    # an explainer value is kept as given (it pickles where it can); a built-in measure by its name
+    return _FaithfulnessScorer(measure.name if measure.explainer is None else method, metric, grid, bool(relative), int(n_random), random_state, segment,
                               recursive, max_samples, method_params)
 
 

@@ -19,9 +19,11 @@ import torch
 
 from ..encoding import Batch
 from ._utils import Problem, inference_context
+from .external import CallableExplainer, CaptumExplainer, Explainer, as_explainer
 from .registry import MEASURE_NAMES, Measure, get_measure, importance_measures
 
-__all__ = ["MEASURE_NAMES", "Measure", "Problem", "compute_importance", "get_measure", "importance_measures"]
+__all__ = ["MEASURE_NAMES", "CallableExplainer", "CaptumExplainer", "Explainer", "Measure", "Problem",
+           "as_explainer", "compute_importance", "get_measure", "importance_measures"]
 
 
 def _check_shapes(batch: Batch, target: torch.Tensor, eligible: torch.Tensor) -> None:
@@ -61,8 +63,10 @@ def compute_importance(
         Already on the model's device.
     target : LongTensor (B,)
         Class index per example; the explained quantity is its logit.
-    method : str or Measure
-        A name of :data:`MEASURE_NAMES` (``beam-sign-K`` for any width K).
+    method : str, Measure or explainer value
+        A name of :data:`MEASURE_NAMES` (``beam-sign-K`` for any width K), or
+        a callable, Captum attribution or :class:`Explainer`
+        (docs/explainers.md).
     mask_token_id : int
         The tokenizer's mask token (leave-one-out and beam search replace
         tokens by it; positions already holding it are never re-masked).

@@ -10,6 +10,7 @@ from typing import Callable
 import pandas as pd
 
 from . import beam, gradient, integrated, occlusion, random
+from .external import as_explainer, is_explainer_like, registered_explainer
 
 __all__ = ["Measure", "MEASURE_NAMES", "get_measure", "importance_measures"]
 
@@ -22,8 +23,9 @@ class Measure:
     ----------
     name : str
         The paper's name, e.g. ``"int-grad-sign"`` or ``"beam-sign-10"``.
-    signed : bool
-        Whether the sign carries meaning (positive = evidence for the target).
+    signed : bool or None
+        Whether the sign carries meaning (positive = evidence for the target);
+        ``None`` for an explainer whose signedness is not yet inferred.
     recursive : bool
         Default for faithfulness curves: recompute on the partially masked
         input before every masking step (``True`` for all but beam search).
@@ -39,6 +41,9 @@ class Measure:
     description : str
     check : callable or None
         Validates user parameters before any computation.
+    explainer : Explainer or None
+        The explainer value behind the measure (docs/explainers.md); ``None``
+        for the built-in measures.
     """
 
     name: str
@@ -50,6 +55,7 @@ class Measure:
     uses_gradients: bool = False
     description: str = ""
     check: Callable | None = field(default=None, repr=False)
+    explainer: object = field(default=None, repr=False, compare=False)
 
     @property
     def precision_family(self) -> str:
@@ -73,6 +79,12 @@ class Measure:
             For a parameter the measure does not take, one its name already
             fixes, or an invalid value.
         """
+        if self.explainer is not None:
+            if method_params:
+                raise ValueError(f"method {self.name!r} is an explainer value; it takes no parameters "
+                                 f"{sorted(method_params)} here: give its options when building it "
+                                 "(e.g. CaptumExplainer(cls, n_steps=20)).")
+            return dict(self.params)
         fixed = sorted(set(method_params) & set(self.params))
         if fixed:
             raise ValueError(f"method {self.name!r} fixes {fixed} by its name; do not pass them again.")
@@ -125,15 +137,31 @@ def _beam_measure(width: int) -> Measure:
                   "that maximises the area between the clean and the masked target logit.")
 
 
+def _explainer_scores(problem, *, explainer):
+    return explainer.scores(problem)
+
+
+def explainer_measure(explainer) -> Measure:
+    """The :class:`Measure` of an explainer value (its signedness as known now)."""
+    if explainer.name in _MEASURES or _BEAM.fullmatch(explainer.name):
+        raise ValueError(f"an explainer may not take the built-in measure's name {explainer.name!r}; pass name=.")
+    return Measure(explainer.name, explainer.signed, True, explainer.cost, _explainer_scores,
+                   {"explainer": explainer}, explainer.uses_gradients, repr(explainer), None, explainer)
+
+
 def get_measure(name) -> Measure:
-    """Look an importance measure up by its paper name.
+    """Look an importance measure up by its paper name, or make one of an explainer value.
 
     Parameters
     ----------
-    name : str or Measure
+    name : str, Measure or explainer value
         One of :data:`MEASURE_NAMES`; ``beam-sign-K`` takes any beam width
         ``K >= 1`` (e.g. ``"beam-sign-10"``).  A :class:`Measure` is returned
-        as is.
+        as is.  An explainer value -- a callable ``fn(input_ids,
+        attention_mask, target) -> scores``, a Captum attribution class or
+        object, an :class:`~fmmlearn.importance.Explainer` -- becomes a
+        measure named after it (docs/explainers.md), and that name is then
+        known in this process.
 
     Returns
     -------
@@ -153,8 +181,14 @@ def get_measure(name) -> Measure:
         match = _BEAM.fullmatch(name)
         if match:
             return _beam_measure(int(match.group(1)))
+        known = registered_explainer(name)
+        if known is not None:
+            return explainer_measure(known)
+    elif is_explainer_like(name):
+        return explainer_measure(as_explainer(name))
     raise ValueError(f"method must be one of {list(MEASURE_NAMES)} (K = beam width, e.g. 'beam-sign-10'), "
-                     f"got {name!r}.")
+                     "a callable fn(input_ids, attention_mask, target) -> scores, a Captum attribution class or "
+                     f"object, or the name of an explainer used before, got {name!r}.")
 
 
 def importance_measures() -> pd.DataFrame:

@@ -102,7 +102,7 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
         Examples to mask and score.
     y_test : array-like of shape (len(X_test),)
         Gold labels of ``X_test``: the class whose importance ranks the tokens.
-    method : str, default="rand"
+    method : str, Measure or explainer value (docs/explainers.md), default="rand"
         Importance measure of the masking (:func:`fmmlearn.importance_measures`);
         ``"rand"`` masks random tokens, as in the paper's figures.
     ratios : array-like of float, optional

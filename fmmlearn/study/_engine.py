@@ -54,9 +54,12 @@ class FaithfulnessStudy(BaseEstimator):
     masking_ratios : sequence of float in [0, 1], default=(0.0, 1.0)
         ``max_masking_ratio`` of each fine-tuned model; ``0`` is plain
         fine-tuning.
-    measures : sequence of str, default=("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign")
-        Importance measures (:func:`fmmlearn.importance_measures`); ``rand``
-        is added when missing, as it is the baseline of RACU.
+    measures : sequence, default=("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign")
+        Importance measures (:func:`fmmlearn.importance_measures`) and
+        explainer values (a callable, a Captum attribution class or object,
+        an ``Explainer``: docs/explainers.md), the latter under their names
+        in every frame (costly by default); ``rand`` is added when missing,
+        as it is the baseline of RACU.
     seeds : sequence of int, default=(0,)
         Fine-tuning seeds (also the seeds of the masks and of ``rand``).
     ratios : sequence of float, optional

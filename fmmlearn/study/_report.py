@@ -17,7 +17,7 @@ import pandas as pd
 from .._formatting import interval, number
 from .._templates import environment, figure_data_uri
 from ._summary import summary_lines
-from ._tables import erasure_by_model, ranking_metric
+from ._tables import erasure_by_model, measure_costs, ranking_metric
 
 __all__ = ["render_report", "report_context"]
 
@@ -119,6 +119,7 @@ def _racu_table(result) -> dict:
     models = list(pd.unique(summary["model"]))
     several_seeds = bool((summary["n_seeds"] > 1).any())
     by_acu = {m for m, rows in summary.groupby("model") if ranking_metric(rows) == "acu"}
+    costs = measure_costs(result.timings).groupby("method")["seconds_per_text"].mean()
     rows = []
     for method, part in summary.groupby("method", sort=False):
         cells = []
@@ -137,7 +138,9 @@ def _racu_table(result) -> dict:
                           "acu": number(rec["acu"], 3), "acu_ci": interval(rec["acu_low"], rec["acu_high"], 3),
                           "best": best, "reliable": bool(rec["reliable"])})
         first = part.iloc[0]
-        rows.append({"method": method, "signed": "signed" if first["signed"] else "unsigned",
+        signed = first["signed"]
+        rows.append({"method": method, "signed": "sign unknown" if pd.isna(signed) else
+                     ("signed" if signed else "unsigned"), "cost": number(costs.get(method, np.nan), 3),
                      "examples": f"{int(first['n_examples'])}" + ("" if first["subset"] == "all"
                                                                   else f" ({first['subset'].split()[0]})"),
                      "cells": cells})

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._files import atomic_write, directory_lock
-from ._tables import LEVEL, erasure_by_model
+from ._tables import LEVEL, erasure_by_model, measure_costs
 
 __all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]
 
@@ -195,6 +195,11 @@ class StudyResult:
             # One colour per model (solid and dashed line alike), none of them the green or red of the flags.
             ax.set_prop_cycle(color=[c for c in _LINE_COLORS for _ in range(2)])
         return plot_erasure(rows, ax=ax, path=path)
+
+    def costs(self) -> pd.DataFrame:
+        """Seconds per test text of each measure's faithfulness curve, per model (see
+        :func:`fmmlearn.study._tables.measure_costs`); the RACU table of the report shows them."""
+        return measure_costs(self.timings)
 
     # ------------------------------------------------------------------ text
     def summary(self) -> str:

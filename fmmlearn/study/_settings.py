@@ -77,14 +77,20 @@ class StudySettings:
 
 
 def _checked_measures(values) -> tuple:
+    """The measures' names, ``rand`` first; explainer values (docs/explainers.md) by their registered names."""
     from ..importance import get_measure
 
-    measures = []
-    for name in ["rand", *[m for m in str_list(values, "measures") if m != "rand"]]:
+    items = [values] if isinstance(values, str) or not isinstance(values, (list, tuple)) else list(values)
+    if not items:
+        raise option_error("measures", f"expected a non-empty list of measures, got {values!r}.")
+    measures = ["rand"]
+    for value in items:
         try:
-            measures.append(get_measure(name).name)
-        except ValueError as exc:
+            name = get_measure(value).name
+        except (TypeError, ValueError) as exc:
             raise option_error("measures", str(exc)) from exc
+        if name not in measures:
+            measures.append(name)
     return tuple(measures)
 
 
@@ -111,8 +117,12 @@ COSTLY_FAMILIES = ("loo-", "int-grad-", "beam-")
 
 
 def is_costly(measure: str) -> bool:
-    """Whether ``measure`` is one of the costly families (leave-one-out, integrated gradients, beam search)."""
-    return measure.startswith(COSTLY_FAMILIES)
+    """Whether ``measure`` is one of the costly families (leave-one-out, integrated gradients, beam search)
+    or an explainer value declared costly (the default of every explainer, docs/explainers.md)."""
+    from ..importance.external import registered_explainer
+
+    explainer = registered_explainer(measure)
+    return explainer.costly if explainer is not None else measure.startswith(COSTLY_FAMILIES)
 
 
 def _checked_caps(values, measures, costly_examples=None) -> dict:

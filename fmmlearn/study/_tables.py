@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["LEVEL", "RELIABLE_AREA_SHARE", "comparison_between", "erasure_by_model", "in_distribution_verdicts",
-           "most_faithful_rows", "performance_by_model", "ranked_measures", "ranking_metric", "verdict_text"]
+           "measure_costs", "most_faithful_rows", "performance_by_model", "ranked_measures", "ranking_metric",
+           "verdict_text"]
 
 #: RACU is "reliable" when the CI lower bound of its denominator is at least this share of its estimate.
 RELIABLE_AREA_SHARE = 0.5
@@ -156,3 +157,28 @@ def erasure_by_model(result) -> pd.DataFrame:
     out["valid"] = grouped["valid"].agg(_all_valid).astype("boolean")
     out["n_seeds"] = grouped.size()
     return out.reset_index()
+
+
+def measure_costs(timings: pd.DataFrame) -> pd.DataFrame:
+    """Seconds per test text of each measure's faithfulness curve, per model (the leaderboard's cost column).
+
+    Read from the faithfulness jobs of ``timings``: their compute seconds (a cached job counts what its
+    first computation took) over the texts they measured.  A job computes the measure at every masking
+    step of the curve (recursive measures: once per step) and the predictions of the masked copies.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``model``, ``method``, ``n_texts`` (summed over seeds and ``rand`` draws), ``seconds``
+        and ``seconds_per_text``; empty when the faithfulness stage did not run.
+    """
+    columns = ["model", "method", "n_texts", "seconds", "seconds_per_text"]
+    if timings is None or not len(timings) or "stage" not in timings:
+        return pd.DataFrame(columns=columns)
+    jobs = timings[timings["stage"] == "faithfulness"]
+    if not len(jobs):
+        return pd.DataFrame(columns=columns)
+    grouped = jobs.groupby(["model", "method"], sort=False).agg(n_texts=("n_examples", "sum"),
+                                                                 seconds=("compute_seconds", "sum")).reset_index()
+    grouped["seconds_per_text"] = grouped["seconds"] / grouped["n_texts"].where(grouped["n_texts"] > 0)
+    return grouped[columns]
