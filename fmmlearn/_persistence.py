@@ -43,7 +43,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._version import __version__
 from ._processes import is_main_process
-from .modeling import quiet_transformers, resolve_device, resolve_max_length, resolve_model_path
+from .modeling import prepare_model, quiet_transformers, resolve_device, resolve_max_length, resolve_model_path
 
 __all__ = ["CONFIG_FILE", "FORMAT_VERSION", "load_classifier", "picklable_state", "save_classifier",
            "strip_output_capturing_hooks"]
@@ -494,6 +494,7 @@ def load_classifier(cls, path, *, device="auto"):
     if len(tokenizer) > model.get_input_embeddings().num_embeddings:
         raise _refuse(path, "the tokenizer", f"has {len(tokenizer)} tokens but the model embeds only "
                       f"{model.get_input_embeddings().num_embeddings}")
+    prepare_model(model, tokenizer)  # padding and, for decoders, last-token pooling (not saved by transformers)
     clf = cls(model=os.fspath(path), **params)
     clf.tokenizer_ = tokenizer
     clf.model_ = model.to(torch_device).eval()
