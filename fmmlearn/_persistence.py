@@ -43,7 +43,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._version import __version__
 from ._processes import is_main_process
-from .modeling import prepare_model, quiet_transformers, resolve_device, resolve_max_length, resolve_model_path
+from .modeling import (ADAPTER_DIR, base_model_state, has_adapters, load_adapters, prepare_model,
+                       quiet_transformers, resolve_device, resolve_max_length, resolve_model_path)
 
 __all__ = ["CONFIG_FILE", "FORMAT_VERSION", "load_classifier", "picklable_state", "save_classifier",
            "strip_output_capturing_hooks"]
@@ -195,8 +196,14 @@ def _check_target(path) -> Path:
 
 def _write(clf, directory: Path, classes: list) -> None:
     """Write the model, the tokenizer and then, last, ``fmmlearn.json`` with the checksums."""
+    adapters = has_adapters(clf.model_)
     with quiet_transformers():  # no "writing shards" bar
-        clf.model_.save_pretrained(directory, safe_serialization=True)
+        if adapters:  # the base model here, the adapters in PEFT's format in adapter/ (docs/decoders.md)
+            clf.model_.get_base_model().save_pretrained(directory, state_dict=base_model_state(clf.model_),
+                                                        safe_serialization=True)
+            clf.model_.save_pretrained(directory / ADAPTER_DIR, safe_serialization=True)
+        else:
+            clf.model_.save_pretrained(directory, safe_serialization=True)
     clf.tokenizer_.save_pretrained(directory)
     manifest = {
         "format_version": FORMAT_VERSION,
@@ -206,6 +213,7 @@ def _write(clf, directory: Path, classes: list) -> None:
         "base_model": resolve_model_path(clf.model) if isinstance(clf.model, tuple) else str(clf.model),
         "classes": classes,
         "is_pair": bool(clf.is_pair_),
+        "adapters": adapters,
         "history": _history_records(clf.history_),
         "files": {name: _sha256(directory / name) for name in _files_of(directory)},
     }
@@ -451,6 +459,16 @@ def _load_model(path: Path):
     return model
 
 
+def _load_adapters(path: Path, model):
+    """``model`` wrapped with the adapters of ``path/adapter`` (PEFT's format)."""
+    try:
+        return load_adapters(model, path / ADAPTER_DIR)
+    except ImportError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise _refuse(path, ADAPTER_DIR, f"holds adapters that cannot be loaded ({type(exc).__name__}: {exc})") from exc
+
+
 def _history(path: Path, records: list) -> pd.DataFrame:
     if not all(isinstance(r, dict) for r in records):
         raise _refuse(path, CONFIG_FILE, "has a 'history' that is not a list of JSON objects")
@@ -495,6 +513,9 @@ def load_classifier(cls, path, *, device="auto"):
         raise _refuse(path, "the tokenizer", f"has {len(tokenizer)} tokens but the model embeds only "
                       f"{model.get_input_embeddings().num_embeddings}")
     prepare_model(model, tokenizer)  # padding and, for decoders, last-token pooling (not saved by transformers)
+    if manifest.get("adapters") is True:
+        model = _load_adapters(path, model)
+        params["peft_config"] = model.peft_config["default"]
     clf = cls(model=os.fspath(path), **params)
     clf.tokenizer_ = tokenizer
     clf.model_ = model.to(torch_device).eval()

@@ -33,7 +33,8 @@ from .encoding import encode, validate_texts
 from .exceptions import DegenerateModelWarning
 from .masking import MASKING_STRATEGIES
 from .metrics import get_metric
-from .modeling import PRECISIONS, load_pretrained, predict_logits, resolve_device, resolve_max_length, resolve_precision
+from .modeling import (PRECISIONS, attach_adapters, check_peft_config, load_pretrained, predict_logits, resolve_device,
+                       resolve_max_length, resolve_precision)
 from .training import LR_SCHEDULES, EncodedDataset, history_frame, make_net
 
 __all__ = ["FaithfulTextClassifier"]
@@ -136,6 +137,9 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
     gradient_accumulation_steps : int, default=1
         With an accelerator, batches whose gradients are summed per
         optimisation step (effective batch ``batch_size * N * steps``).
+    peft_config : peft.PeftConfig or None, default=None
+        Train adapters (e.g. ``peft.LoraConfig(r=8)``; ``pip install "fmmlearn[peft]"``), the head and (LoRA)
+        the mask token's embedding row, the rest frozen; ``save`` keeps PEFT's format (docs/decoders.md).
     random_state : int or None, default=0
         Seeds the classifier head, dropout, batch order and every mask.  The
         same seed on the same CPU gives identical predictions.
@@ -146,8 +150,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray
         The labels, in the order of ``predict_proba``'s columns.
-    model_ : transformers.PreTrainedModel
-        The fine-tuned model (best epoch), in evaluation mode.
+    model_ : transformers.PreTrainedModel or peft.PeftModel
+        The fine-tuned model (best epoch), in evaluation mode (with ``peft_config``, wrapped with its adapters).
     tokenizer_ : transformers.PreTrainedTokenizerFast
     history_ : pandas.DataFrame
         One row per epoch: ``train_loss``, ``valid_loss``, the selection metric
@@ -184,6 +188,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         "precision": [StrOptions(set(PRECISIONS))],
         "accelerator": [None, StrOptions({"auto"}), HasMethods(["prepare", "backward"])],
         "gradient_accumulation_steps": [StrictInterval(numbers.Integral, 1, None, closed="left")],
+        "peft_config": [None, HasMethods(["to_dict"])],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -210,6 +215,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         precision="auto",
         accelerator=None,
         gradient_accumulation_steps=1,
+        peft_config=None,
         random_state=0,
         verbose=0,
     ):
@@ -232,6 +238,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         self.precision = precision
         self.accelerator = accelerator
         self.gradient_accumulation_steps = gradient_accumulation_steps
+        self.peft_config = peft_config
         self.random_state = random_state
         self.verbose = verbose
 
@@ -329,6 +336,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        check_peft_config(self.peft_config)
         texts, is_pair = validate_texts(X, "X")
         labels = check_labels(y, len(texts), "y", owner=type(self).__name__)
         if len(texts) < 2:
@@ -357,6 +365,8 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
                 id2label={i: str(c) for i, c in enumerate(encoder.classes_)},
                 label2id={str(c): i for i, c in enumerate(encoder.classes_)},
             )
+            if self.peft_config is not None:
+                model = attach_adapters(model, self.peft_config, tokenizer.mask_token_id)
             model = model.to(device)
             # "auto" times this model's fp32 and bf16 forwards (eval mode, no random draws) before training
             dtype = resolve_precision(self.precision, device, family="gradient", model=model)

@@ -9,7 +9,7 @@ out, one progress bar, rows written back in the caller's order).  Logits,
 explanations, masked sets and hidden-state features all go through it.
 
 One concept per module: ``_loading`` (weights, tokenizer, length limits), ``_devices`` (device, CPU
-facts, autocast), ``_decoders`` (added mask and padding tokens, last-token pooling), ``_probes`` (short measurements of this machine), ``_precision`` (``precision="auto"``
+facts, autocast), ``_adapters`` (peft adapters), ``_decoders`` (added mask and padding tokens, last-token pooling), ``_probes`` (short measurements of this machine), ``_precision`` (``precision="auto"``
 by measurement) and ``_batching`` (:func:`map_batches`, logits).
 """
 
@@ -22,6 +22,7 @@ from ._batching import (
     progress_bar,
     run_in_batches,
 )
+from ._adapters import ADAPTER_DIR, attach_adapters, base_model_state, check_peft_config, embedding_matrix, has_adapters, load_adapters
 from ._decoders import (
     ADDED_MASK_TOKEN,
     ADDED_PAD_TOKEN,
@@ -52,6 +53,13 @@ from ._probes import (
 )
 
 __all__ = [
+    "ADAPTER_DIR",
+    "attach_adapters",
+    "base_model_state",
+    "check_peft_config",
+    "embedding_matrix",
+    "has_adapters",
+    "load_adapters",
     "ADDED_MASK_TOKEN",
     "ADDED_PAD_TOKEN",
     "LastTokenPooling",
