@@ -44,7 +44,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._version import __version__
 from ._processes import is_main_process
 from .modeling import (ADAPTER_DIR, base_model_state, has_adapters, load_adapters, prepare_model,
-                       quiet_transformers, resolve_device, resolve_max_length, resolve_model_path)
+                       quiet_transformers, save_adapters, resolve_device, resolve_max_length, resolve_model_path)
 
 __all__ = ["CONFIG_FILE", "FORMAT_VERSION", "load_classifier", "picklable_state", "save_classifier",
            "strip_output_capturing_hooks"]
@@ -201,7 +201,7 @@ def _write(clf, directory: Path, classes: list) -> None:
         if adapters:  # the base model here, the adapters in PEFT's format in adapter/ (docs/decoders.md)
             clf.model_.get_base_model().save_pretrained(directory, state_dict=base_model_state(clf.model_),
                                                         safe_serialization=True)
-            clf.model_.save_pretrained(directory / ADAPTER_DIR, safe_serialization=True)
+            save_adapters(clf.model_, directory / ADAPTER_DIR)
         else:
             clf.model_.save_pretrained(directory, safe_serialization=True)
     clf.tokenizer_.save_pretrained(directory)

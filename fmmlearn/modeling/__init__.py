@@ -22,7 +22,16 @@ from ._batching import (
     progress_bar,
     run_in_batches,
 )
-from ._adapters import ADAPTER_DIR, attach_adapters, base_model_state, check_peft_config, embedding_matrix, has_adapters, load_adapters
+from ._adapters import (
+    ADAPTER_DIR,
+    attach_adapters,
+    base_model_state,
+    check_peft_config,
+    embedding_matrix,
+    has_adapters,
+    load_adapters,
+    save_adapters,
+)
 from ._decoders import (
     ADDED_MASK_TOKEN,
     ADDED_PAD_TOKEN,
@@ -60,6 +69,7 @@ __all__ = [
     "embedding_matrix",
     "has_adapters",
     "load_adapters",
+    "save_adapters",
     "ADDED_MASK_TOKEN",
     "ADDED_PAD_TOKEN",
     "LastTokenPooling",

@@ -10,13 +10,15 @@ PEFT's own format (``adapter_config.json`` + ``adapter_model.safetensors``);
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import warnings
 from pathlib import Path
 
 import torch
 
 __all__ = ["ADAPTER_DIR", "attach_adapters", "base_model_state", "check_peft_config", "embedding_matrix",
-           "has_adapters", "load_adapters"]
+           "has_adapters", "load_adapters", "save_adapters"]
 
 #: Sub-directory of a saved classifier holding its adapters in PEFT's format.
 ADAPTER_DIR = "adapter"
@@ -79,7 +81,25 @@ def attach_adapters(model, peft_config, mask_token_id: int):
         config.task_type = peft.TaskType.SEQ_CLS
     if hasattr(config, "trainable_token_indices") and not config.trainable_token_indices:
         config.trainable_token_indices = [int(mask_token_id)]
-    return peft.get_peft_model(model, config)
+    with _quiet_peft():
+        return peft.get_peft_model(model, config)
+
+
+@contextlib.contextmanager
+def _quiet_peft():
+    """peft asks transformers a deprecated question (``is_gradient_checkpointing``); nothing for the user to do."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
+
+
+def save_adapters(model, directory: Path) -> None:
+    """Write ``model``'s adapters to ``directory`` in PEFT's format, without the (grown) embedding matrix.
+
+    The embedding matrix is in the base model's own file (:func:`base_model_state`).
+    """
+    with _quiet_peft():
+        model.save_pretrained(directory, safe_serialization=True, save_embedding_layers=False)
 
 
 def embedding_matrix(model) -> torch.Tensor:
@@ -124,4 +144,5 @@ def base_model_state(model) -> dict:
 def load_adapters(model, directory: Path):
     """Wrap ``model`` with the adapters saved in ``directory`` (PEFT format), for inference."""
     peft = _peft()
-    return peft.PeftModel.from_pretrained(model, directory, is_trainable=False)
+    with _quiet_peft():
+        return peft.PeftModel.from_pretrained(model, directory, is_trainable=False)
