@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 __all__ = ["ADAPTER_DIR", "attach_adapters", "base_model_state", "check_peft_config", "embedding_matrix",
-           "has_adapters", "load_adapters", "save_adapters"]
+           "embedding_rows", "has_adapters", "load_adapters", "save_adapters"]
 
 #: Sub-directory of a saved classifier holding its adapters in PEFT's format.
 ADAPTER_DIR = "adapter"
@@ -107,6 +107,12 @@ def embedding_matrix(model) -> torch.Tensor:
     table = model.get_input_embeddings()
     merged = getattr(table, "get_merged_weights", None)
     return merged(table.active_adapters) if callable(merged) else table.weight
+
+
+def embedding_rows(model) -> int:
+    """Rows of the input embedding matrix (a peft wrapper of the embedding has no ``num_embeddings``)."""
+    table = model.get_input_embeddings()
+    return next(m for m in table.modules() if isinstance(m, torch.nn.Embedding)).num_embeddings
 
 
 def _base_key(key: str) -> str | None:
