@@ -64,7 +64,7 @@ def test_a_study_fits_lora_adapters_and_caches_them(gpt2_dir, tmp_path):
     peft = pytest.importorskip("peft")
     X, y = sentiment(100, seed=6)
     params = dict(max_epochs=2, batch_size=16, learning_rate=3e-3, warmup_ratio=0.0, precision="fp32",
-                  peft_config=peft.LoraConfig(r=4, target_modules=["c_attn"]))
+                  peft_config=peft.LoraConfig(r=4, target_modules=["c_attn"], fan_in_fan_out=True))
     settings = dict(measures=["rand", "inp-grad-sign"], seeds=(0,), n_train=50, n_valid=25, n_test=25, device="cpu",
                     classifier_params=params, cache_dir=tmp_path / "cache", n_baseline=1, n_bootstrap=199, verbose=0)
     first = FaithfulnessStudy(gpt2_dir, **settings).run(X, y)

@@ -24,7 +24,7 @@ def adapted(request, tmp_path_factory):
     """(family, model directory, the caller's LoraConfig, the classifier fitted with it)."""
     name = request.param
     path = build_decoder(name, tmp_path_factory.mktemp(name))
-    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=TARGETS[name])
+    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=TARGETS[name], fan_in_fan_out=name == "gpt2")
     X, y = sentiment(40)
     clf = FaithfulTextClassifier(model=path, validation_fraction=0, peft_config=config, **FIT).fit(X, y)
     return name, path, config, clf
