@@ -47,7 +47,8 @@ from ._files import reporting_write_errors
 from ._processes import is_main_process
 from ._version import __version__
 from ._warnings import warn
-from .modeling import quiet_transformers, resolve_device, resolve_max_length, resolve_model_path
+from .modeling import (ADAPTER_DIR, base_model_state, has_adapters, load_adapters, prepare_model,
+                       quiet_transformers, save_adapters, resolve_device, resolve_max_length, resolve_model_path)
 
 __all__ = ["CARD_FILE", "CONFIG_FILE", "FORMAT_VERSION", "load_classifier", "picklable_state", "save_classifier",
            "strip_output_capturing_hooks"]
@@ -210,8 +211,14 @@ def _base_model(clf) -> str:
 
 def _write(clf, directory: Path, classes: list, card) -> None:
     """Write the model, the tokenizer, the model card and then, last, ``fmmlearn.json`` with the checksums."""
+    adapters = has_adapters(clf.model_)
     with quiet_transformers():  # no "writing shards" bar
-        clf.model_.save_pretrained(directory, safe_serialization=True)
+        if adapters:  # the base model here, the adapters in PEFT's format in adapter/ (docs/decoders.md)
+            clf.model_.get_base_model().save_pretrained(directory, state_dict=base_model_state(clf.model_),
+                                                        safe_serialization=True)
+            save_adapters(clf.model_, directory / ADAPTER_DIR)
+        else:
+            clf.model_.save_pretrained(directory, safe_serialization=True)
     clf.tokenizer_.save_pretrained(directory)
     if card is not None:
         card.save(directory / CARD_FILE)
@@ -222,6 +229,7 @@ def _write(clf, directory: Path, classes: list, card) -> None:
         "base_model": _base_model(clf),
         "classes": classes,
         "is_pair": bool(clf.is_pair_),
+        "adapters": adapters,
         "history": _history_records(clf.history_),
         "files": {name: _sha256(directory / name) for name in _files_of(directory)},
     }
@@ -494,6 +502,16 @@ def _read_card(path: Path):
         return None
 
 
+def _load_adapters(path: Path, model):
+    """``model`` wrapped with the adapters of ``path/adapter`` (PEFT's format)."""
+    try:
+        return load_adapters(model, path / ADAPTER_DIR)
+    except ImportError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise _refuse(path, ADAPTER_DIR, f"holds adapters that cannot be loaded ({type(exc).__name__}: {exc})") from exc
+
+
 def _history(path: Path, records: list) -> pd.DataFrame:
     if not all(isinstance(r, dict) for r in records):
         raise _refuse(path, CONFIG_FILE, "has a 'history' that is not a list of JSON objects")
@@ -537,6 +555,10 @@ def load_classifier(cls, path, *, device="auto"):
     if len(tokenizer) > model.get_input_embeddings().num_embeddings:
         raise _refuse(path, "the tokenizer", f"has {len(tokenizer)} tokens but the model embeds only "
                       f"{model.get_input_embeddings().num_embeddings}")
+    prepare_model(model, tokenizer)  # padding and, for decoders, last-token pooling (not saved by transformers)
+    if manifest.get("adapters") is True:
+        model = _load_adapters(path, model)
+        params["peft_config"] = model.peft_config["default"]
     clf = cls(model=os.fspath(path), **params)
     clf.tokenizer_ = tokenizer
     clf.model_ = model.to(torch_device).eval()

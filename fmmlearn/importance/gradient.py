@@ -13,6 +13,7 @@ import weakref
 
 import torch
 
+from ..modeling import embedding_matrix
 from ._utils import Problem, embed, weighted_gradients
 
 __all__ = ["embedding_gradients", "gradient_norm", "input_x_gradient"]
@@ -87,10 +88,10 @@ def gradient_norm(problem: Problem, *, norm: str, block_elements: int = L1_BLOCK
     if not isinstance(block_elements, int) or block_elements < 1:
         raise ValueError(f"block_elements must be a positive integer, got {block_elements!r}.")
     _, g = embedding_gradients(problem)
-    weight = problem.model.get_input_embeddings().weight.detach()
+    weight = embedding_matrix(problem.model).detach()
     if norm == "l2":
         # ||E g||^2 = g^T (E^T E) g; clamp tiny negative round-off before the root.
-        gram = _gram(problem.model.get_input_embeddings().weight).to(g.dtype)
+        gram = _gram(embedding_matrix(problem.model)).to(g.dtype)
         return ((g @ gram) * g).sum(dim=-1).clamp_min(0).sqrt()
     # Only the explained tokens are worth the O(V H) work per token.
     scores = torch.zeros(g.shape[:2], dtype=g.dtype, device=g.device)

@@ -9,7 +9,7 @@ out, one progress bar, rows written back in the caller's order).  Logits,
 explanations, masked sets and hidden-state features all go through it.
 
 One concept per module: ``_loading`` (weights, tokenizer, length limits), ``_devices`` (device, CPU
-facts, autocast), ``_probes`` (short measurements of this machine), ``_precision`` (``precision="auto"``
+facts, autocast), ``_adapters`` (peft adapters), ``_decoders`` (added mask and padding tokens, last-token pooling), ``_probes`` (short measurements of this machine), ``_precision`` (``precision="auto"``
 by measurement) and ``_batching`` (:func:`map_batches`, logits).
 """
 
@@ -21,6 +21,24 @@ from ._batching import (
     predict_logits,
     progress_bar,
     run_in_batches,
+)
+from ._adapters import (
+    ADAPTER_DIR,
+    attach_adapters,
+    base_model_state,
+    check_peft_config,
+    embedding_matrix,
+    has_adapters,
+    load_adapters,
+    save_adapters,
+)
+from ._decoders import (
+    ADDED_MASK_TOKEN,
+    ADDED_PAD_TOKEN,
+    LastTokenPooling,
+    add_missing_special_tokens,
+    is_decoder,
+    prepare_model,
 )
 from ._devices import autocast, cpu_info, eval_mode, reduced_dtype, resolve_device
 from ._loading import (
@@ -44,6 +62,20 @@ from ._probes import (
 )
 
 __all__ = [
+    "ADAPTER_DIR",
+    "attach_adapters",
+    "base_model_state",
+    "check_peft_config",
+    "embedding_matrix",
+    "has_adapters",
+    "load_adapters",
+    "save_adapters",
+    "ADDED_MASK_TOKEN",
+    "ADDED_PAD_TOKEN",
+    "LastTokenPooling",
+    "add_missing_special_tokens",
+    "is_decoder",
+    "prepare_model",
     "BUNDLED_MODELS",
     "DEFAULT_TOKENS_PER_FORWARD",
     "ForwardRates",

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import torch
 
+from ._decoders import add_missing_special_tokens, prepare_model
+
 __all__ = ["BUNDLED_MODELS", "load_pretrained", "position_limit", "quiet_transformers", "resolve_max_length", "resolve_model_path"]
 
 
@@ -105,13 +107,12 @@ def _check_tokenizer(tokenizer, source: str) -> None:
     """The tokenizer properties fmmlearn relies on; ``source`` names the model in messages."""
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"{source} has no fast tokenizer; fmmlearn needs offsets and word ids.")
-    if tokenizer.mask_token_id is None:
-        raise ValueError(
-            f"the tokenizer of {source} has no mask token; masked fine-tuning and faithfulness "
-            "measurement replace tokens by the mask token. Choose a model with one (BERT, RoBERTa, ...)."
-        )
-    if tokenizer.pad_token_id is None:
-        raise ValueError(f"the tokenizer of {source} has no padding token; cannot batch inputs.")
+
+
+def _complete(tokenizer, net, source: str) -> None:
+    """Add a missing mask or padding token (growing the embeddings) and set up padding and pooling."""
+    add_missing_special_tokens(tokenizer, net, source)
+    prepare_model(net, tokenizer)
 
 
 def _check_loaded_pair(pair: tuple):
@@ -174,7 +175,11 @@ def _copy_for_labels(net, *, num_labels: int, id2label: dict, label2id: dict):
 def load_pretrained(model, *, num_labels: int, id2label: dict, label2id: dict):
     """Load a tokenizer and a sequence-classification model, offline-friendly.
 
-    Remote code is never executed (``trust_remote_code=False``).
+    Remote code is never executed (``trust_remote_code=False``).  A tokenizer
+    without a mask or padding token gets one added, with an embedding row of
+    its own (:func:`~fmmlearn.modeling.add_missing_special_tokens`), and a
+    decoder pools the last real token by the attention mask
+    (:func:`~fmmlearn.modeling.prepare_model`, docs/decoders.md).
 
     Parameters
     ----------
@@ -197,7 +202,7 @@ def load_pretrained(model, *, num_labels: int, id2label: dict, label2id: dict):
         _check_tokenizer(tokenizer, name)
         net = _copy_for_labels(source, num_labels=num_labels, id2label=id2label, label2id=label2id)
         tokenizer = copy.deepcopy(tokenizer)
-        net.config.pad_token_id = tokenizer.pad_token_id
+        _complete(tokenizer, net, name)
         return tokenizer, net
 
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -222,7 +227,7 @@ def load_pretrained(model, *, num_labels: int, id2label: dict, label2id: dict):
             raise
         raise OSError(_offline_hint(path)) from exc
     _check_tokenizer(tokenizer, f"model {path!r}")
-    net.config.pad_token_id = tokenizer.pad_token_id
+    _complete(tokenizer, net, f"model {path!r} ({net.config.model_type})")
     return tokenizer, net
 
 

@@ -13,6 +13,7 @@ from typing import Callable
 import torch
 
 from . import _devices  # _devices.reduced_dtype looked up at call time: the one seam tests patch
+from ._adapters import embedding_rows
 from ._devices import _is_oom, autocast, eval_mode
 
 __all__ = ["DEFAULT_TOKENS_PER_FORWARD", "ForwardRates", "MIN_SPEEDUP", "PROBE_SHAPE", "TOKEN_BUDGETS", "clear_probe_cache", "measure_forward_rates", "tokens_per_forward"]
@@ -99,7 +100,7 @@ def _probe_inputs(model, device: torch.device, rows: int, width: int) -> dict:
     limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     if limit:
         width = max(1, min(width, int(limit) - 2))  # RoBERTa offsets positions by pad_token_id + 1
-    vocab = model.get_input_embeddings().num_embeddings
+    vocab = embedding_rows(model)
     ids = torch.randint(0, vocab, (rows, width), generator=torch.Generator().manual_seed(0))
     return {"input_ids": ids.to(device), "attention_mask": torch.ones(rows, width, dtype=torch.long, device=device)}
 
