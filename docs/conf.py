@@ -65,7 +65,78 @@ numpydoc_xref_param_type = False
 # A public docstring without a Parameters entry for an argument (PR01) or without a Returns
 # section for a function that returns something (RT01) fails the build (-W).
 numpydoc_validation_checks = {"PR01", "RT01"}
-numpydoc_validation_exclude = {r"\._[a-z]", r"\.__[a-z]+__$"}
+#: Low-level public names whose docstrings do not yet have a Parameters entry for every argument or a
+#: Returns section: known gaps, listed one by one (a name not listed here fails the build).  Shrink it.
+NOT_YET_VALIDATED = [
+    "fmmlearn.cli.build_parser",
+    "fmmlearn.cli.labels_from",
+    "fmmlearn.cli.main",
+    "fmmlearn.cli.read_table",
+    "fmmlearn.cli.summary_path",
+    "fmmlearn.cli.texts_from",
+    "fmmlearn.cli.write_table",
+    "fmmlearn.datasets.BlindBaseline",
+    "fmmlearn.datasets.DatasetSpec.source_split",
+    "fmmlearn.distributed.AcceleratedTrainingMixin",
+    "fmmlearn.distributed.accelerated_net_options",
+    "fmmlearn.distributed.gather_objects",
+    "fmmlearn.distributed.is_main_process",
+    "fmmlearn.distributed.launched_processes",
+    "fmmlearn.distributed.num_processes",
+    "fmmlearn.distributed.optimizer_steps_per_epoch",
+    "fmmlearn.distributed.process_device_index",
+    "fmmlearn.distributed.process_index",
+    "fmmlearn.distributed.process_seed",
+    "fmmlearn.encoding.Batch",
+    "fmmlearn.encoding.Batch.model_inputs",
+    "fmmlearn.encoding.Batch.to",
+    "fmmlearn.encoding.Batch.with_input_ids",
+    "fmmlearn.encoding.Encoding",
+    "fmmlearn.encoding.Encoding.subset",
+    "fmmlearn.explainer_masking.eligible_masks",
+    "fmmlearn.explainer_masking.finite_scores",
+    "fmmlearn.explainer_masking.resolve_recursive",
+    "fmmlearn.faithfulness.ErasureReport",
+    "fmmlearn.faithfulness.FaithfulnessReport",
+    "fmmlearn.faithfulness.SupportingFactReport",
+    "fmmlearn.faithfulness.summarize_credits",
+    "fmmlearn.faithfulness.supporting_fact_credits",
+    "fmmlearn.importance.Measure",
+    "fmmlearn.importance.Measure.accepted_params",
+    "fmmlearn.importance.Measure.bind",
+    "fmmlearn.importance.Problem",
+    "fmmlearn.importance.Problem.rows_per_forward",
+    "fmmlearn.masking.segment_a_positions",
+    "fmmlearn.modeling.ForwardRates",
+    "fmmlearn.modeling.autocast",
+    "fmmlearn.modeling.eval_mode",
+    "fmmlearn.modeling.forward_logits",
+    "fmmlearn.modeling.logits_of",
+    "fmmlearn.modeling.precision_report",
+    "fmmlearn.modeling.progress_bar",
+    "fmmlearn.modeling.reduced_dtype",
+    "fmmlearn.modeling.resolve_device",
+    "fmmlearn.ood.MaSFStatistics",
+    "fmmlearn.ood.calibration_groups",
+    "fmmlearn.ood.null_share",
+    "fmmlearn.ood.report_rows",
+    "fmmlearn.ood.sized_fold_fractions",
+    "fmmlearn.study.StudySettings",
+    "fmmlearn.training.AcceleratedMaskedFineTuningNet",
+    "fmmlearn.training.EncodedDataset",
+    "fmmlearn.training.LengthGroupedBatchSampler",
+    "fmmlearn.training.MaskedFineTuningNet.train_step",
+    "fmmlearn.training.UniformBatchSampler",
+    "fmmlearn.training.build_callbacks",
+    "fmmlearn.training.concat_encodings",
+    "fmmlearn.training.history_frame",
+    "fmmlearn.training.make_net",
+    "fmmlearn.training.mask_encoding",
+    "fmmlearn.training.no_decay_param_groups",
+    "fmmlearn.training.random_masker",
+    "fmmlearn.training.training_batch_sampler",
+]
+numpydoc_validation_exclude = {r"\._[a-z]", r"\.__[a-z]+__$", *(f"^{name.replace('.', '[.]')}$" for name in NOT_YET_VALIDATED)}
 
 # ---------------------------------------------------------------- gallery (sphinx-gallery)
 sphinx_gallery_conf = {
@@ -196,6 +267,7 @@ def _write_api_pages() -> None:
 
 _write_api_pages()
 ALIASES = {}  # filled in setup: every public full name -> the full name of the page documenting it
+SHORT = {}  # filled in setup: a public short name ("MaSF", "MaSF.pvalues") -> the pages' full names
 
 
 def _aliases() -> dict[str, str]:
@@ -212,31 +284,90 @@ def _aliases() -> dict[str, str]:
     return out
 
 
+def _short_names() -> dict[str, set]:
+    out: dict[str, set] = {}
+    for full in set(_canonical().values()):
+        out.setdefault(full.rpartition(".")[2], set()).add(full)
+    return out
+
+
+def _existing_object(target: str, module: str | None, cls: str | None) -> bool:
+    """Whether ``target`` names an fmmlearn object (public or not), as Python would find it from ``module``."""
+    for full in (f"{module}.{cls}.{target}" if module and cls else None, f"{module}.{target}" if module else None,
+                 target):
+        if not full or not full.startswith("fmmlearn"):
+            continue
+        parts = full.split(".")
+        for split in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:split]))
+            except ImportError:
+                continue
+            try:
+                for attribute in parts[split:]:
+                    obj = getattr(obj, attribute)
+                return True
+            except AttributeError:
+                break
+    # A name a docstring uses from its own (private) module, which Sphinx sees under the public one.
+    head, _, rest = target.partition(".")
+    for name, module in list(sys.modules.items()):
+        if name.startswith("fmmlearn") and module is not None and hasattr(module, head):
+            obj = getattr(module, head)
+            if all(hasattr(obj, part) for part in rest.split(".")) if rest else True:
+                return True
+    return False
+
+
+def _candidates(target: str) -> list[str]:
+    """Full names of pages that ``target`` (full, aliased, or short) may mean."""
+    out = []
+    if target in ALIASES:
+        out.append(ALIASES[target])
+    owner, _, member = target.rpartition(".")
+    if owner in ALIASES:
+        out.append(f"{ALIASES[owner]}.{member}")
+    head, _, rest = target.partition(".")
+    if len(SHORT.get(head, ())) == 1:
+        (page,) = SHORT[head]
+        out.append(f"{page}.{rest}" if rest else page)
+    return out
+
+
 def _resolve_alias(app, env, node, contnode):
-    """A reference to a public object under another of its public names resolves to its one page."""
-    target = node.get("reftarget", "")
+    """Resolve a reference that the Python domain did not.
+
+    A public object named under another of its public names (``fmmlearn.ood.MaSF`` for
+    ``fmmlearn.MaSF``) or by its short name resolves to its one page.  A name of an fmmlearn object
+    that has no page (a private helper) is shown as code; so is, offline, an object of another
+    package (no intersphinx inventory).  Anything else (a name that does not exist) stays a warning.
+    """
     if node.get("refdomain") != "py":
         return None
-    head, _, rest = target.partition(".")
-    candidates = [target]
-    if "." in rest:  # a method or attribute: resolve its owner, keep the member
-        owner, _, member = target.rpartition(".")
-        if owner in ALIASES:
-            candidates.append(f"{ALIASES[owner]}.{member}")
-    if target in ALIASES:
-        candidates.append(ALIASES[target])
+    target = node.get("reftarget", "").lstrip("~.")
     domain = env.get_domain("py")
-    for candidate in candidates[1:]:
+    for candidate in _candidates(target):
         new = node.deepcopy()
         new["reftarget"] = candidate
         found = domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], candidate, new, contnode)
         if found is not None:
             return found
-    if not ONLINE and head in EXTERNAL_PACKAGES:
-        return contnode  # offline: an object of another package is shown as code, not linked
+    if _existing_object(target, node.get("py:module"), node.get("py:class")):
+        return contnode
+    if not ONLINE and target.partition(".")[0] in EXTERNAL_PACKAGES:
+        return contnode
+    return None
+
+
+def _skip_member(app, what, name, obj, skip, options):
+    """scikit-learn's generated ``set_*_request`` methods (metadata routing) are not fmmlearn's API."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
     return None
 
 
 def setup(app):
     ALIASES.update(_aliases())
+    SHORT.update(_short_names())
     app.connect("missing-reference", _resolve_alias)
+    app.connect("autodoc-skip-member", _skip_member)

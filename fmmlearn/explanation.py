@@ -178,6 +178,13 @@ class Explanation(pd.DataFrame):
     becomes a key of :attr:`examples`).  :func:`fmmlearn.html.explanation_html`
     then shows the parts side by side.
 
+    Parameters
+    ----------
+    data, *args, **kwargs
+        As for :class:`pandas.DataFrame`: the rows.
+    examples : pandas.DataFrame, optional
+        The per-example table (:attr:`examples`), with an ``example`` column.
+
     Examples
     --------
     >>> e = clf.explain(["a wonderful, moving film"], method="loo-sign")   # doctest: +SKIP
@@ -370,6 +377,9 @@ class Explanation(pd.DataFrame):
             Also write the document to this file (UTF-8).
         indent : int, optional
             Pretty-print with this indent.
+        **pandas_options
+            Not accepted (a :class:`TypeError` says to use ``explanation.frame.to_json``); here so that
+            a call written for pandas fails clearly.
 
         Returns
         -------
