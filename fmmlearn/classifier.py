@@ -558,20 +558,6 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         """Accuracy on ``(X, y)``.
 
         Labels never seen in training count as errors (a warning names them).
-
-        Parameters
-        ----------
-        X : list of str or list of (str, str)
-            Texts (or text pairs) to classify.
-        y : array-like of shape (n_samples,)
-            Their true labels.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the examples in the mean.
-
-        Returns
-        -------
-        float
-            The (weighted) share of correct predictions.
         """
         predicted = self.predict(X)
         labels = check_labels(y, len(predicted), "y", owner=type(self).__name__)
@@ -621,32 +607,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
                            **method_params) -> pd.DataFrame:
         """Performance while masking the tokens an explanation ranks highest (docs/faithfulness.md).
 
-        See :func:`fmmlearn.faithfulness.faithfulness_curve`, which documents each option.
-
-        Parameters
-        ----------
-        X : list of str or list of (str, str)
-            Texts (or text pairs).
-        y : array-like of shape (n_samples,)
-            Their labels.
-        method : str, default="loo-sign"
-            The importance measure (:func:`fmmlearn.importance_measures`).
-        ratios : sequence of float, default=None
-            Masking ratios; ``None`` is the paper's 0, 0.1, ..., 1.
-        recursive : bool, default=None
-            Recompute importances after every masking step; ``None`` follows the measure.
-        segment : {"first", "second", "both"}, default="first"
-            Which segment of a pair is masked.
-        metric : str, default=None
-            The performance metric (:func:`fmmlearn.get_metric`); ``None`` is accuracy.
-        random_state : int, default=None
-            Seed of random measures and of tie breaks.
-        importances : Explanation, default=None
-            Precomputed importances to rank by (non-recursive curves).
-        batch_size : int, default=None
-            Examples per forward pass; ``None`` is the classifier's.
-        **method_params
-            Parameters of the measure, e.g. ``n_steps``.
+        See :func:`fmmlearn.faithfulness.faithfulness_curve`.
 
         Returns
         -------
@@ -664,24 +625,6 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
         """Performance under random masking of all maskable tokens, ratio by ratio.
 
         See :func:`fmmlearn.faithfulness.random_masking_curve`.
-
-        Parameters
-        ----------
-        X : list of str or list of (str, str)
-            Texts (or text pairs).
-        y : array-like of shape (n_samples,)
-            Their labels.
-        ratios : sequence of float, default=None
-            Masking ratios; ``None`` is the paper's 0, 0.1, ..., 1.
-        metric : str, default=None
-            The performance metric; ``None`` is accuracy.
-        random_state : int, default=None
-            Seed of the random masks.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One row per ratio, like :meth:`faithfulness_curve` with ``method="rand"``.
         """
         from .faithfulness import random_masking_curve
 
@@ -690,25 +633,7 @@ class FaithfulTextClassifier(ClassifierMixin, BaseEstimator):
     def in_distribution_report(self, X_calib, X_test, y_test, method="rand", **options) -> pd.DataFrame:
         """MaSF in-distribution test of explainer-masked test sets, ratio by ratio.
 
-        See :func:`fmmlearn.ood.in_distribution_report`, which documents each option.
-
-        Parameters
-        ----------
-        X_calib : list of str or list of (str, str)
-            Calibration texts (e.g. the validation split), masked like the training batches.
-        X_test : list of str or list of (str, str)
-            Test texts, masked by ``method`` ratio by ratio.
-        y_test : array-like of shape (n_samples,)
-            Their labels (the class the importances explain).
-        method : str, default="rand"
-            The importance measure that chooses the masked tokens.
-        **options
-            The other options of :func:`fmmlearn.ood.in_distribution_report`.
-
-        Returns
-        -------
-        InDistributionReport
-            One row per ratio and threshold.
+        See :func:`fmmlearn.ood.in_distribution_report`.
         """
         from .ood import in_distribution_report
 
