@@ -18,6 +18,7 @@ Sized for the documentation build: 160 training tweets, 2 epochs, 40 test tweets
 import warnings
 
 import matplotlib.pyplot as plt
+import pandas as pd
 from sklearn.model_selection import train_test_split
 
 from fmmlearn import FaithfulTextClassifier, acu, faithfulness_curve, plot_faithfulness, racu, random_masking_curve
@@ -43,5 +44,5 @@ print(f"RACU {racu(curve, baseline):.3f}, ACU {acu(curve, baseline):.3f}")
 # %%
 # The figure
 # ----------
-plot_faithfulness([curve, baseline], title="Accuracy as the top-ranked tokens are masked")
+plot_faithfulness(pd.concat([curve, baseline]), title="Accuracy as the top-ranked tokens are masked")
 plt.show()

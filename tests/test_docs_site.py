@@ -154,6 +154,8 @@ def site(tmp_path_factory):
     ignore = shutil.ignore_patterns("_build", "api", GALLERY, "__pycache__", "sg_execution_times.rst")
     shutil.copytree(ROOT / "docs", source / "docs", ignore=ignore)
     shutil.copytree(ROOT / "examples", source / "examples", ignore=ignore)
+    # docs/reproduction.md shows the figures the reproduction script committed there
+    shutil.copytree(ROOT / "benchmarks" / "results" / "reproduce", source / "benchmarks" / "results" / "reproduce")
     html, warnings_file = base / "html", base / "warnings.txt"
     env = {**os.environ, "FMMLEARN_DOCS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1", "MPLBACKEND": "Agg",
