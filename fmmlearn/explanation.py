@@ -521,10 +521,18 @@ def explain(
 
     Examples
     --------
+    The bundled MiniLM, fine-tuned with masking on a toy task for one epoch:
+
+    >>> from fmmlearn import FaithfulTextClassifier
     >>> from fmmlearn.explanation import explain
-    >>> e = explain(clf, ["a wonderful film"], method="int-grad-sign")   # doctest: +SKIP
-    >>> e[["token", "importance"]]                                     # doctest: +SKIP
-    >>> e.to_html("explanation.html")                                  # doctest: +SKIP
+    >>> X, y = ["a wonderful film", "a dreadful film", "great acting", "awful plot"] * 4, ["pos", "neg"] * 8
+    >>> clf = FaithfulTextClassifier(max_epochs=1, validation_fraction=0, random_state=0).fit(X, y)
+    >>> e = explain(clf, ["a wonderful film"], method="int-grad-sign")
+    >>> e["token"].tolist()
+    ['a', 'wonderful', 'film']
+    >>> e.examples[["text", "predicted"]].shape
+    (1, 2)
+    >>> e.to_html("explanation.html")  # a self-contained heatmap page  # doctest: +SKIP
     """
     measure = get_measure(method)
     _check_choice(segment, "segment", SEGMENTS)
