@@ -44,6 +44,12 @@ class FittedClassifier(Protocol):
         Default seed of random measures and masks.
     verbose : int
         Show progress bars.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        A protocol is not instantiated: a class that has these attributes and methods (such as
+        :class:`fmmlearn.FaithfulTextClassifier`) is one.
     """
 
     classes_: np.ndarray
@@ -57,10 +63,36 @@ class FittedClassifier(Protocol):
     verbose: int
 
     def encode(self, X, name: str = "X") -> Encoding:
-        """Validate and tokenize texts (or sentence pairs) of the training kind."""
+        """Validate and tokenize texts (or sentence pairs) of the training kind.
+
+        Parameters
+        ----------
+        X : list of str or list of (str, str)
+            Texts, or sentence pairs for a model fitted on pairs.
+        name : str, default="X"
+            The argument's name in error messages.
+
+        Returns
+        -------
+        Encoding
+            Token ids, masks, segments, word ids and offsets of every text.
+        """
 
     def encoded_logits(self, encoding: Encoding, input_ids=None) -> np.ndarray:
-        """Logits ``(n_samples, n_classes)`` of an encoding, optionally with replacement ids."""
+        """Logits ``(n_samples, n_classes)`` of an encoding, optionally with replacement ids.
+
+        Parameters
+        ----------
+        encoding : Encoding
+            What :meth:`encode` returned.
+        input_ids : list of array, optional
+            Replacement token ids per example (e.g. masked), of the encoding's lengths.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_samples, n_classes)
+            The logits.
+        """
 
 
 @runtime_checkable

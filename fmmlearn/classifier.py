@@ -183,8 +183,12 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
     Examples
     --------
     >>> from fmmlearn import FaithfulTextClassifier
-    >>> clf = FaithfulTextClassifier(max_epochs=1).fit(texts, labels)   # doctest: +SKIP
-    >>> clf.predict(["a wonderful film"])                              # doctest: +SKIP
+    >>> X, y = ["a wonderful film", "a dreadful film", "great acting", "awful plot"] * 4, ["pos", "neg"] * 8
+    >>> clf = FaithfulTextClassifier(max_epochs=1, validation_fraction=0, random_state=0).fit(X, y)
+    >>> clf.classes_.tolist(), clf.predict(["a wonderful film"]).shape, clf.predict_proba(X[:3]).shape
+    (['neg', 'pos'], (1,), (3, 2))
+    >>> clf.explain(["a wonderful film"], method="loo-sign")[["token", "importance"]].shape
+    (3, 2)
     """
 
     _parameter_constraints = {

@@ -179,6 +179,13 @@ class Explanation(pd.DataFrame):
     becomes a key of :attr:`examples`).  :func:`fmmlearn.html.explanation_html`
     then shows the parts side by side.
 
+    Parameters
+    ----------
+    data, *args, **kwargs
+        As for :class:`pandas.DataFrame`: the rows.
+    examples : pandas.DataFrame, optional
+        The per-example table (:attr:`examples`), with an ``example`` column.
+
     Examples
     --------
     >>> e = clf.explain(["a wonderful, moving film"], method="loo-sign")   # doctest: +SKIP
@@ -371,6 +378,9 @@ class Explanation(pd.DataFrame):
             Also write the document to this file (UTF-8).
         indent : int, optional
             Pretty-print with this indent.
+        **pandas_options
+            Not accepted (a :class:`TypeError` says to use ``explanation.frame.to_json``); here so that
+            a call written for pandas fails clearly.
 
         Returns
         -------
@@ -517,10 +527,18 @@ def explain(
 
     Examples
     --------
+    The bundled MiniLM, fine-tuned with masking on a toy task for one epoch:
+
+    >>> from fmmlearn import FaithfulTextClassifier
     >>> from fmmlearn.explanation import explain
-    >>> e = explain(clf, ["a wonderful film"], method="int-grad-sign")   # doctest: +SKIP
-    >>> e[["token", "importance"]]                                     # doctest: +SKIP
-    >>> e.to_html("explanation.html")                                  # doctest: +SKIP
+    >>> X, y = ["a wonderful film", "a dreadful film", "great acting", "awful plot"] * 4, ["pos", "neg"] * 8
+    >>> clf = FaithfulTextClassifier(max_epochs=1, validation_fraction=0, random_state=0).fit(X, y)
+    >>> e = explain(clf, ["a wonderful film"], method="int-grad-sign")
+    >>> e["token"].tolist()
+    ['a', 'wonderful', 'film']
+    >>> e.examples[["text", "predicted"]].shape
+    (1, 2)
+    >>> e.to_html("explanation.html")  # a self-contained heatmap page  # doctest: +SKIP
     """
     measure = get_measure(method)
     options = {k: method_params.pop(k) for k in ("precision", "internal_batch_size") if k in method_params}

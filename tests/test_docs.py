@@ -83,6 +83,8 @@ CHECKED_COMMANDS = {
     "accelerate launch": "starts processes on several GPUs: Accelerate's parser accepts the options, the "
                          "fmmlearn parser the arguments of -m fmmlearn, and a script is a block of the page",
     "python -m pytest": "the test suite itself: it must be the command .ci/run runs, with the same environment",
+    "python -m sphinx": "builds the site (minutes: it runs the gallery; tests/test_docs_site.py builds it with the "
+                        "same options): the options are the warning-free, nitpicky build of docs/ (check_sphinx_build)",
     "python SCRIPT.py": "benchmarks run for minutes on the bundled MiniLM: the script's own parser accepts the "
                         "arguments",
 }
@@ -305,6 +307,8 @@ def _run_shell(block: CodeBlock, page: Page, monkeypatch) -> None:
                 check_pip_install(argv, where)
             elif argv[:2] == ("accelerate", "launch"):
                 check_accelerate_launch(argv, where, page_blocks)
+            elif argv[0] in ("python", "python3") and argv[1:3] == ("-m", "sphinx"):
+                check_sphinx_build(argv, where)
             elif argv[0] in ("python", "python3") and argv[1:3] == ("-m", "pytest"):
                 check_ci_runs(command, where)
             elif argv[0] in ("python", "python3") and len(argv) > 1 and argv[1].endswith(".py"):
@@ -312,6 +316,20 @@ def _run_shell(block: CodeBlock, page: Page, monkeypatch) -> None:
             else:
                 raise AssertionError(f"{where}: the docs test can neither run nor check {' '.join(argv)!r}; "
                                      "add it to tests/test_docs.py")
+
+
+#: The options of the documented site build: warnings are errors, every reference resolves (nitpicky).
+SPHINX_BUILD_OPTIONS = ("-W", "-n", "--keep-going")
+
+
+def check_sphinx_build(argv, where: str) -> None:
+    """A documented ``python -m sphinx`` line builds HTML from docs/ with the options the site test uses."""
+    missing = [option for option in SPHINX_BUILD_OPTIONS if option not in argv]
+    assert not missing, f"{where}: the site build must run with {missing} (tests/test_docs_site.py does)"
+    assert "-b" in argv and argv[argv.index("-b") + 1] == "html", f"{where}: the site is built with -b html"
+    positional = [a for i, a in enumerate(argv[3:], 3) if not a.startswith("-") and argv[i - 1] != "-b"]
+    assert len(positional) == 2 and (ROOT / positional[0] / "conf.py").is_file(), (
+        f"{where}: expected SOURCE (a directory with conf.py) and OUTPUT, got {positional}")
 
 
 def _run(block: CodeBlock, page: Page, monkeypatch) -> None:
@@ -438,6 +456,15 @@ def test_the_test_command_must_be_what_ci_runs():
         check_ci_runs(Command((), ("python", "-m", "pytest", "-x")), "w")
     with pytest.raises(AssertionError, match="does not export HF_HUB_OFFLINE=0"):
         check_ci_runs(Command((("HF_HUB_OFFLINE", "0"),), ("python", "-m", "pytest", "-q")), "w")
+
+
+def test_a_sphinx_line_must_be_the_warning_free_build():
+    check_sphinx_build(("python", "-m", "sphinx", "-W", "--keep-going", "-n", "-b", "html", "docs", "docs/_build/html"),
+                       "w")
+    with pytest.raises(AssertionError, match=r"must run with \['-n'\]"):
+        check_sphinx_build(("python", "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs", "out"), "w")
+    with pytest.raises(AssertionError, match="expected SOURCE"):
+        check_sphinx_build(("python", "-m", "sphinx", "-W", "--keep-going", "-n", "-b", "html", "doc", "out"), "w")
 
 
 def test_a_jq_filter_must_find_its_keys_in_the_json():

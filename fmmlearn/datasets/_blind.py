@@ -144,7 +144,7 @@ def question_blind_predictions(paragraphs, *, distractors=False) -> np.ndarray:
     >>> from fmmlearn.datasets import make_babi, question_blind_predictions
     >>> babi = make_babi(1, n_samples=2000, random_state=0)
     >>> pred = question_blind_predictions([paragraph for paragraph, _ in babi.data])
-    >>> 0.4 < (pred == babi.target).mean() < 0.6
+    >>> bool(0.6 < (pred == babi.target).mean() < 0.7)
     True
     """
     proba = question_blind_proba(paragraphs, distractors=distractors)
@@ -233,7 +233,7 @@ def blind_baseline(X_train, y_train, X_test, y_test=None, dataset_name=None, *, 
     >>> from fmmlearn.datasets import blind_baseline, load_babi
     >>> babi = load_babi(1)
     >>> base = blind_baseline(babi.train.data, babi.train.target, babi.test.data, babi.test.target, "babi-1")
-    >>> base.rule, 0.4 < base.accuracy < 0.6
+    >>> base.rule, 0.6 < base.accuracy < 0.7
     ('question-blind', True)
     """
     if dataset_name is not None and dataset_name.strip().lower().replace("_", "-") in _QUESTION_BLIND:

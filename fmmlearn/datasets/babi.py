@@ -298,7 +298,7 @@ def answer_occurrences(paragraphs, answers, supporting_spans):
     >>> spans, supporting = answer_occurrences(
     ...     ["John went to the garden. Mary moved to the garden."], ["garden"], [[(25, 50)]])
     >>> spans, supporting
-    ([[(17, 23), (42, 48)]], [[False, True]])
+    ([[(17, 23), (43, 49)]], [[False, True]])
     """
     if not len(paragraphs) == len(answers) == len(supporting_spans):
         raise ValueError(f"paragraphs, answers and supporting_spans must have one entry per sample; got "

@@ -246,8 +246,16 @@ def faithfulness_curve(
 
     Examples
     --------
-    >>> curve = faithfulness_curve(clf, X_test, y_test, method="inp-grad-sign")   # doctest: +SKIP
-    >>> curve[["ratio", "value"]]                                                 # doctest: +SKIP
+    The bundled MiniLM, fine-tuned with masking on a toy task for one epoch:
+
+    >>> from fmmlearn import FaithfulTextClassifier
+    >>> X, y = ["a wonderful film", "a dreadful film", "great acting", "awful plot"] * 4, ["pos", "neg"] * 8
+    >>> clf = FaithfulTextClassifier(max_epochs=1, validation_fraction=0, random_state=0).fit(X, y)
+    >>> curve = faithfulness_curve(clf, X, y, method="inp-grad-sign", ratios=(0.0, 0.5, 1.0))
+    >>> curve[["method", "ratio"]].to_numpy().tolist()
+    [['inp-grad-sign', 0.0], ['inp-grad-sign', 0.5], ['inp-grad-sign', 1.0]]
+    >>> bool(curve["value"].between(0, 1).all())
+    True
     """
     encoding = clf.encode(X)
     target_idx, _ = gold_targets(clf, encoding, y)

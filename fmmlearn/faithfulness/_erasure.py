@@ -98,7 +98,22 @@ class ErasureReport(NamedTuple):
     summary: pd.DataFrame
 
     def plot(self, ax=None, path=None, *, title: str | None = None):
-        """Draw the metrics against ``k``, coloured by validity (see :func:`fmmlearn.plotting.plot_erasure`)."""
+        """Draw the metrics against ``k``, coloured by validity (see :func:`fmmlearn.plotting.plot_erasure`).
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Axes to draw on; a new figure when ``None``.
+        path : str or path-like, optional
+            Also save the figure to this file.
+        title : str, optional
+            The figure's title.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure drawn on.
+        """
         from ..plotting import plot_erasure
 
         return plot_erasure(self.summary, ax=ax, path=path, title=title)

@@ -157,7 +157,7 @@ def make_erasure_scorer(
     Examples
     --------
     >>> from sklearn.model_selection import GridSearchCV
-    >>> scorer = make_erasure_scorer("inp-grad-sign", k=(0.1, 0.2, 0.5), X_calib=X_valid)
+    >>> scorer = make_erasure_scorer("inp-grad-sign", k=(0.1, 0.2, 0.5), X_calib=X_valid)  # doctest: +SKIP
     >>> search = GridSearchCV(clf, {"max_masking_ratio": [0.0, 1.0]},           # doctest: +SKIP
     ...                       scoring={"accuracy": "accuracy", "faithfulness": scorer},
     ...                       refit=faithful_refit(tolerance=0.02))

@@ -45,7 +45,20 @@ class FaithfulnessReport(NamedTuple):
     summary: pd.DataFrame
 
     def plot(self, ax=None, path=None):
-        """Draw the curves with the random baseline dashed (see :func:`fmmlearn.plotting.plot_faithfulness`)."""
+        """Draw the curves with the random baseline dashed (see :func:`fmmlearn.plotting.plot_faithfulness`).
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Axes to draw on; a new figure when ``None``.
+        path : str or path-like, optional
+            Also save the figure to this file.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure drawn on.
+        """
         from ..plotting import plot_faithfulness
 
         return plot_faithfulness(self.curves, ax=ax, path=path)

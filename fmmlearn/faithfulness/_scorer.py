@@ -208,6 +208,16 @@ def faithfulness_score(estimator, X, y) -> float:
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> import math
+    >>> from fmmlearn import FaithfulTextClassifier, faithfulness_score
+    >>> X, y = ["a wonderful film", "a dreadful film", "great acting", "awful plot"] * 4, ["pos", "neg"] * 8
+    >>> clf = FaithfulTextClassifier(max_epochs=1, validation_fraction=0, random_state=0).fit(X, y)
+    >>> score = faithfulness_score(clf, X[:8], y[:8])   # RACU: 1 at best, 0 no better than random
+    >>> isinstance(score, float) and (math.isnan(score) or score <= 1)
+    True
     """
     return _DEFAULT_SCORER(estimator, X, y)
 

@@ -80,9 +80,9 @@ class MaSF(BaseEstimator):
         Indices (into ``fit``'s features) of the examples that define the
         level-1, level-2 and level-3 references.  In reference mode all three
         are ``arange(n_calibration_)``.
-    level1_reference_ : ndarray of shape (n_layers_, hidden_size_, N1), float32
+    level1_reference_ : ndarray of shape (n_layers, hidden_size, N1), float32
         Sorted feature values per (layer, dimension).
-    level2_reference_ : ndarray of shape (n_layers_, N2)
+    level2_reference_ : ndarray of shape (n_layers, N2)
         Sorted per-layer Simes statistics of the level-2 examples.
     level3_reference_ : ndarray of shape (N3,)
         Sorted Fisher statistics of the level-3 examples.
@@ -280,7 +280,7 @@ class MaSF(BaseEstimator):
 
         Parameters
         ----------
-        features : array-like of shape (n_examples, n_layers_, hidden_size_) or (n_examples, hidden_size_)
+        features : array-like of shape (n_examples, n_layers, hidden_size) or (n_examples, hidden_size)
             Features computed exactly like the calibration features.
 
         Returns
@@ -296,13 +296,13 @@ class MaSF(BaseEstimator):
 
         Parameters
         ----------
-        features : array-like of shape (n_examples, n_layers_, hidden_size_) or (n_examples, hidden_size_)
+        features : array-like of shape (n_examples, n_layers, hidden_size) or (n_examples, hidden_size)
 
         Returns
         -------
         stats : MaSFStatistics
-            Named tuple with ``simes`` (n, n_layers_): per-layer Simes
-            statistics; ``layer_pvalues`` (n, n_layers_): their p-values
+            Named tuple with ``simes`` (n, n_layers): per-layer Simes
+            statistics; ``layer_pvalues`` (n, n_layers): their p-values
             against the level-2 references; ``fisher`` (n,): the Fisher
             statistics; ``pvalues`` (n,): the final p-values.
         """

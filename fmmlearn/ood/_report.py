@@ -49,6 +49,11 @@ class InDistributionReport(pd.DataFrame):
     display (:meth:`_repr_html_`: the table and the plot).  A selection that
     drops the ``ratio``, ``threshold`` or ``simes_p`` column is a plain
     DataFrame.
+
+    Parameters
+    ----------
+    data, index, columns, dtype, copy
+        As for :class:`pandas.DataFrame`.
     """
 
     @property
@@ -56,7 +61,22 @@ class InDistributionReport(pd.DataFrame):
         return _report_or_frame
 
     def plot(self, ax=None, path=None, **options):
-        """Draw the p-values against the masking ratio (see :func:`fmmlearn.plotting.plot_in_distribution`)."""
+        """Draw the p-values against the masking ratio (see :func:`fmmlearn.plotting.plot_in_distribution`).
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Axes to draw on; a new figure when ``None``.
+        path : str or path-like, optional
+            Also save the figure to this file.
+        **options
+            ``threshold``, ``statistic`` and ``title`` of :func:`fmmlearn.plotting.plot_in_distribution`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure drawn on.
+        """
         from ..plotting import plot_in_distribution
 
         return plot_in_distribution(pd.DataFrame(self), ax=ax, path=path, **options)

@@ -48,7 +48,13 @@ class Splits:
 
 
 def dataset_names() -> list[str]:
-    """Names the study accepts instead of texts: the bundled corpora and the paper's datasets."""
+    """Names the study accepts instead of texts: the bundled corpora and the paper's datasets.
+
+    Returns
+    -------
+    list of str
+        The bundled corpora (sorted), then the paper's datasets.
+    """
     from ..datasets import list_paper_datasets
 
     return sorted(BUNDLED_DATASETS) + list_paper_datasets()

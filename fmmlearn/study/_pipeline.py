@@ -28,7 +28,15 @@ __all__ = ["Context", "Job", "ReportSection", "Runtime", "Stage", "check_order",
 
 
 class Context(Mapping):
-    """What the stages so far provided, by name; read-only (a stage adds values by returning them)."""
+    """What the stages so far provided, by name; read-only (a stage adds values by returning them).
+
+    Parameters
+    ----------
+    values : dict, optional
+        Name -> value.
+    origin : dict, optional
+        Name -> the stage that provided it (error messages name it).
+    """
 
     def __init__(self, values=None, *, origin: dict | None = None):
         self._values, self._origin = dict(values or {}), dict(origin or {})
@@ -46,7 +54,20 @@ class Context(Mapping):
         return len(self._values)
 
     def extended(self, values: dict, by: str) -> "Context":
-        """A new context with ``values`` added by stage ``by`` (an existing name is an error)."""
+        """A new context with ``values`` added by stage ``by`` (an existing name is an error).
+
+        Parameters
+        ----------
+        values : dict
+            Name -> value of what the stage provides.
+        by : str
+            The stage's name (error messages name it).
+
+        Returns
+        -------
+        Context
+            This context's values and ``values``.
+        """
         clash = sorted(set(values) & set(self._values))
         if clash:
             raise ValueError(f"stage {by!r} provides {clash}, which stage(s) "
@@ -103,7 +124,17 @@ def _frozen(value):
 
 @dataclass(frozen=True)
 class ReportSection:
-    """A section of the HTML report: a title, a paragraph on how to read it, and the frame shown as a table."""
+    """A section of the HTML report: a title, a paragraph on how to read it, and the frame shown as a table.
+
+    Parameters
+    ----------
+    title : str
+        The section's heading.
+    intro : str
+        The paragraph above the table.
+    frame : str
+        The name of the result frame shown.
+    """
 
     title: str
     intro: str
@@ -125,19 +156,71 @@ class Stage:
     version: str = "1"
 
     def jobs(self, context: Context) -> list:
-        """The jobs of this stage (default: none)."""
+        """The jobs of this stage (default: none).
+
+        Parameters
+        ----------
+        context : Context
+            What the earlier stages provided (read-only).
+
+        Returns
+        -------
+        list of Job
+            The stage's units of work, each computed (and cached) on one fitted model.
+        """
         return []
 
     def compute(self, clf, job: Job, context: Context) -> dict:
-        """The payload of one job: a dict of arrays, frames, numbers, strings (cached as such)."""
+        """The payload of one job: a dict of arrays, frames, numbers, strings (cached as such).
+
+        Parameters
+        ----------
+        clf : FaithfulTextClassifier
+            The fitted model of the job's run.
+        job : Job
+            The job.
+        context : Context
+            What the earlier stages provided (read-only).
+
+        Returns
+        -------
+        dict
+            The payload, cached by the job's content key.
+        """
         raise NotImplementedError(f"stage {self.name!r} has jobs but no compute()")
 
     def finish(self, context: Context, results: dict) -> dict:
-        """The values this stage provides, from ``results`` (job -> payload)."""
+        """The values this stage provides, from ``results`` (job -> payload).
+
+        Parameters
+        ----------
+        context : Context
+            What the earlier stages provided (read-only).
+        results : dict
+            Job -> the payload :meth:`compute` returned for it.
+
+        Returns
+        -------
+        dict
+            Name -> value, for every name in :attr:`provides`.
+        """
         return {}
 
     def execute(self, context: Context, runtime: "Runtime") -> dict:
-        """Run the jobs (cached, one progress bar), then :meth:`finish`.  Stages with dependent jobs override it."""
+        """Run the jobs (cached, one progress bar), then :meth:`finish`.  Stages with dependent jobs override it.
+
+        Parameters
+        ----------
+        context : Context
+            What the earlier stages provided (read-only).
+        runtime : Runtime
+            The runner's cache, progress bars and fitted models.
+
+        Returns
+        -------
+        dict
+            What :meth:`finish` returned.
+        """
         jobs = self.jobs(context)
         with runtime.progress(self.name, len(jobs)) as bar:
             results = runtime.run_jobs(self, jobs, context, bar)
@@ -148,6 +231,16 @@ class Stage:
 
         Titled by the stage's name, introduced by the first paragraph of its docstring (built-in stages
         have sections of their own in the report template).
+
+        Parameters
+        ----------
+        frames : dict
+            Name -> frame of the study's result.
+
+        Returns
+        -------
+        ReportSection or None
+            The section, or ``None`` when the stage's frames are empty.
         """
         shown = [name for name in self.frames if name in frames and len(frames[name])]
         if not shown:
@@ -156,7 +249,13 @@ class Stage:
         return ReportSection(title=self.name, intro=intro, frame=shown[0])
 
     def code_digest(self) -> str:
-        """SHA-256 of the source of :meth:`compute` (a changed computation is a new cache key)."""
+        """SHA-256 of the source of :meth:`compute` (a changed computation is a new cache key).
+
+        Returns
+        -------
+        str
+            The hex digest.
+        """
         try:
             source = inspect.getsource(type(self).compute)
         except (OSError, TypeError):  # defined interactively: the qualified name stands in

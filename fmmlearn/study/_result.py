@@ -83,6 +83,14 @@ class StudyResult:
     metadata : dict
         Settings, data sizes, versions, CPU model and flags, torch threads,
         precision used, seeds, per-stage timings.
+
+    Parameters
+    ----------
+    metadata : dict
+        The ``metadata`` attribute.
+    **frames
+        Name -> frame (the attributes above; a stage added to a study adds its own). A study's
+        :meth:`~fmmlearn.study.FaithfulnessStudy.run` builds the result; :meth:`load` reads one.
     """
 
     def __init__(self, *, metadata: dict, **frames):
@@ -109,13 +117,39 @@ class StudyResult:
 
     # ------------------------------------------------------------------ figures
     def plot_performance(self, ax=None, path=None):
-        """Clean test performance per model (see :func:`fmmlearn.plotting.plot_performance`)."""
+        """Clean test performance per model (see :func:`fmmlearn.plotting.plot_performance`).
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Axes to draw on; a new figure when ``None``.
+        path : str or path-like, optional
+            Also save the figure to this file.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure drawn on.
+        """
         from ..plotting import plot_performance
 
         return plot_performance(self.performance, ax=ax, path=path)
 
     def plot_random_masking(self, ax=None, path=None):
-        """Random-masking curves per model (see :func:`fmmlearn.plotting.plot_random_masking`)."""
+        """Random-masking curves per model (see :func:`fmmlearn.plotting.plot_random_masking`).
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Axes to draw on; a new figure when ``None``.
+        path : str or path-like, optional
+            Also save the figure to this file.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure drawn on.
+        """
         from ..plotting import plot_random_masking
 
         return plot_random_masking(self.curves, ax=ax, path=path)
@@ -141,7 +175,22 @@ class StudyResult:
         return plot_faithfulness_grid(self.curves, path=path, models=models)
 
     def plot_racu(self, value="racu", ax=None, path=None):
-        """RACU (or ACU) with its CI per measure and model (see :func:`fmmlearn.plotting.plot_racu`)."""
+        """RACU (or ACU) with its CI per measure and model (see :func:`fmmlearn.plotting.plot_racu`).
+
+        Parameters
+        ----------
+        value : {"racu", "acu"}, default="racu"
+            Which area to draw.
+        ax : matplotlib.axes.Axes, optional
+            Axes to draw on; a new figure when ``None``.
+        path : str or path-like, optional
+            Also save the figure to this file.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure drawn on.
+        """
         from ..plotting import plot_racu
 
         return plot_racu(self.racu_summary, ax=ax, path=path, value=value)
@@ -151,6 +200,22 @@ class StudyResult:
 
         See :func:`fmmlearn.plotting.plot_in_distribution`; ``"proportion"``
         (default) is the share of masked test examples with ``p < threshold``.
+
+        Parameters
+        ----------
+        statistic : str, default="proportion"
+            ``"proportion"`` or a p-value column of the reports (e.g. ``"simes_p"``).
+        threshold : float, default=0.05
+            The significance level a text is flagged at.
+        ax : matplotlib.axes.Axes, optional
+            Axes to draw on; a new figure when ``None``.
+        path : str or path-like, optional
+            Also save the figure to this file.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure drawn on.
         """
         from ..plotting import plot_in_distribution
 
@@ -203,7 +268,13 @@ class StudyResult:
 
     # ------------------------------------------------------------------ text
     def summary(self) -> str:
-        """A plain-language summary: accuracy, the most faithful measures, in-distribution and erasure verdicts."""
+        """A plain-language summary: accuracy, the most faithful measures, in-distribution and erasure verdicts.
+
+        Returns
+        -------
+        str
+            The summary, one paragraph per topic.
+        """
         from ._summary import summary_lines
 
         return "\n".join(summary_lines(self))
@@ -274,7 +345,18 @@ class StudyResult:
 
     @classmethod
     def load(cls, directory) -> "StudyResult":
-        """Load a result written by :meth:`save`."""
+        """Load a result written by :meth:`save`.
+
+        Parameters
+        ----------
+        directory : str or path-like
+            The directory :meth:`save` wrote.
+
+        Returns
+        -------
+        StudyResult
+            The frames and metadata as saved.
+        """
         directory = Path(directory)
         meta_file = directory / _METADATA
         if not meta_file.is_file():
@@ -299,7 +381,18 @@ class StudyResult:
 
 
 def load_study(directory) -> StudyResult:
-    """Load a study result saved with :meth:`StudyResult.save` (same as :meth:`StudyResult.load`)."""
+    """Load a study result saved with :meth:`StudyResult.save` (same as :meth:`StudyResult.load`).
+
+    Parameters
+    ----------
+    directory : str or path-like
+        The directory :meth:`StudyResult.save` wrote.
+
+    Returns
+    -------
+    StudyResult
+        The frames and metadata as saved.
+    """
     return StudyResult.load(directory)
 
 

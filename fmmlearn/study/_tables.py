@@ -138,8 +138,13 @@ def erasure_by_model(result) -> pd.DataFrame:
     """The erasure metrics per model over its converged seeds.
 
     ``mean``, ``ci_low``, ``ci_high`` and ``ood_share`` are means over the seeds (as
-    :func:`performance_by_model` does for the CIs); ``valid`` is False when any seed's is, ``<NA>``
+    ``performance_by_model`` does for the CIs); ``valid`` is False when any seed's is, ``<NA>``
     when any is unchecked, else True.
+
+    Parameters
+    ----------
+    result : StudyResult
+        A study's result (its ``erasure`` frame is read).
 
     Returns
     -------
