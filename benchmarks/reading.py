@@ -60,7 +60,7 @@ def _reading_1(tables, claims) -> str:
         p = perf[(perf["dataset"] == r.dataset) & perf["converged"].astype(bool)]
         means = p.groupby("model")["value"].mean()
         accuracy = ", ".join(f"{m} {means[m]:.3f}" for m in ("plain", "masked") if m in means)
-        parts.append(f"on {r.dataset} it **{r.verdict}** ({accuracy}; {r.note})")
+        parts.append(f"on {r.dataset}: **{r.verdict}** ({accuracy}; {r.note})")
     dropped = perf[~perf["converged"].astype(bool)]
     text = f"**Claim 1: {overall.verdict}.** " + "; ".join(parts) + "."
     if len(dropped):
@@ -78,20 +78,20 @@ def _reading_2(tables, claims) -> str:
         controls = "; ".join(
             f"{m}: negative control {_pct(v.loc[m, 'negative_share'])}, positive control "
             f"{_pct(v.loc[m, 'positive_share'])}" for m in ("plain", "masked") if m in v.index)
-        parts.append(f"on {r.dataset} it **{r.verdict}** ({r.note}; {controls})")
+        parts.append(f"on {r.dataset}: **{r.verdict}** ({r.note}; {controls})")
     return f"**Claim 2: {overall.verdict}.** " + "; ".join(parts) + "."
 
 
 def _reading_3(tables, claims) -> str:
     rows, overall = _claim_rows(claims, 3)
     return (f"**Claim 3: {overall.verdict}.** "
-            + "; ".join(f"on {r.dataset} it **{r.verdict}** ({r.note})" for r in rows.itertuples()) + ".")
+            + "; ".join(f"on {r.dataset}: **{r.verdict}** ({r.note})" for r in rows.itertuples()) + ".")
 
 
 def _reading_4(tables, claims) -> str:
     rows, overall = _claim_rows(claims, 4)
     return (f"**Claim 4: {overall.verdict}.** "
-            + "; ".join(f"on {r.dataset} it **{r.verdict}** ({r.note})" for r in rows.itertuples()) + ".")
+            + "; ".join(f"on {r.dataset}: **{r.verdict}** ({r.note})" for r in rows.itertuples()) + ".")
 
 
 def _reading_support(tables) -> str:
