@@ -270,9 +270,13 @@ def _tokenizer_text_calls(source: str) -> list:
 
 
 def test_text_is_tokenized_once_in_encoding_and_never_decoded():
+    # Calls that tokenize no user text, each with its reason.
+    checks_of_the_tokenizer = {
+        "fmmlearn.modeling._decoders": "checks that an added special token (mask, pad) tokenizes to itself alone",
+    }
     offenders = []
     for module, path in MODULES.items():
-        if module == "fmmlearn.encoding":
+        if module == "fmmlearn.encoding" or module in checks_of_the_tokenizer:
             continue
         offenders += [f"{path.relative_to(PACKAGE)}:{line} {call}"
                       for line, call in _tokenizer_text_calls(path.read_text(encoding="utf-8"))]
