@@ -148,6 +148,8 @@ sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
+    # A benchmark-sized script (minutes of Captum on MiniLM), run by hand; its table is in docs/explainers.md.
+    "ignore_pattern": r"captum_leaderboard\.py",
     "within_subsection_order": "FileNameSortKey",
     "doc_module": ("fmmlearn",),
     "backreferences_dir": "api/backreferences",

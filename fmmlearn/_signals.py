@@ -15,7 +15,11 @@ import threading
 
 from .exceptions import JobInterrupted
 
-__all__ = ["exit_status", "signals_as_interrupts"]
+__all__ = ["exit_status", "not_swallowed", "signals_as_interrupts"]
+
+#: Signals turned into JobInterrupted so far (by :func:`signals_as_interrupts`), so that one a library
+#: swallowed can be raised again (:func:`not_swallowed`).
+_RECEIVED: list[int] = []
 
 #: The handled signals; a process ended by one exits with ``128 + signal number`` (130, 143), as shells do.
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -27,7 +31,23 @@ def exit_status(error: BaseException) -> int:
 
 
 def _raise(signal_number, _frame):
+    _RECEIVED.append(int(signal_number))
     raise JobInterrupted(signal_number)
+
+
+@contextlib.contextmanager
+def not_swallowed():
+    """Raise again, after the block, an interrupt that code inside it caught and returned from normally.
+
+    skorch's training loop catches ``KeyboardInterrupt`` and returns a half-trained net as if the fit had
+    ended; inside a long job (:func:`signals_as_interrupts`) that net would be stored as finished, so the
+    signal is raised again once the loop returns.  Outside a long job nothing changes (skorch's own Ctrl-C
+    behaviour stays).
+    """
+    seen = len(_RECEIVED)
+    yield
+    if len(_RECEIVED) > seen:
+        raise JobInterrupted(_RECEIVED[-1])
 
 
 @contextlib.contextmanager

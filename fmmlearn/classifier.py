@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._labels import check_labels
 from ._net_routing import NetRoutingMixin, check_callbacks
 from ._random import derive_seed, resolve_seed
+from ._signals import not_swallowed
 from ._validation import StrictInterval
 from ._validation_data import masked_validation, split_validation, validation_dataset
 from ._warnings import reports_truncation_once, single_class_note, warn
@@ -414,7 +415,8 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
                 accelerator=accelerator,
             )
             try:
-                net.fit(train_set, y=None)
+                with not_swallowed():  # skorch ends a fit on KeyboardInterrupt and returns: a long job must stop
+                    net.fit(train_set, y=None)
             finally:
                 if created:  # drop the Accelerator's references to the prepared optimizer and model
                     accelerator.free_memory()

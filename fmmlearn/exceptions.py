@@ -37,6 +37,11 @@ class JobInterrupted(KeyboardInterrupt):
     """A long job was stopped by Ctrl-C (SIGINT) or SIGTERM; what it finished is kept (docs/reliability.md).
 
     A :class:`KeyboardInterrupt`, so code that handles Ctrl-C handles both signals.
+
+    Parameters
+    ----------
+    signal_number : int
+        The signal received (``signal.SIGINT`` or ``signal.SIGTERM``); also ``signal_name``.
     """
 
     def __init__(self, signal_number: int):

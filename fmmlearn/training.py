@@ -436,7 +436,18 @@ class MaskedFineTuningNet(NeuralNet):
                           **self.loader_options(training))
 
     def loader_options(self, training: bool) -> dict:
-        """The ``iterator_train__``/``iterator_valid__`` settings (e.g. ``pin_memory``) for the ``DataLoader``."""
+        """The ``iterator_train__``/``iterator_valid__`` settings (e.g. ``pin_memory``) for the ``DataLoader``.
+
+        Parameters
+        ----------
+        training : bool
+            The training loader's settings (else the validation loader's).
+
+        Returns
+        -------
+        dict
+            Keyword arguments of ``torch.utils.data.DataLoader``, without ``batch_size``.
+        """
         options = self.get_params_for("iterator_train" if training else "iterator_valid")
         options.pop("batch_size", None)  # skorch fills it in from ``batch_size``: the batch sampler has it
         return options

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.tiny_study import TESTS, assert_same_results, process_env, start_study
+from helpers.tiny_study import TESTS, assert_same_results, like_a_terminal_job, process_env, start_study
 from fmmlearn.study import load_study
 
 pytestmark = pytest.mark.slow  # each test starts several Python processes that import torch and fit
@@ -70,7 +70,7 @@ def test_a_signal_stops_the_demo_with_one_line_and_the_shells_status(tiny_model_
     output = tmp_path / "demo"
     demo = subprocess.Popen([sys.executable, "-m", "fmmlearn", "demo", "--model", tiny_model_dir, "--output",
                              str(output), *DEMO], env=process_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=like_a_terminal_job)
     models = output / "cache" / "models"
     while not any(models.glob("*/manifest.json")) and demo.poll() is None:  # the first fit is stored
         time.sleep(0.2)
@@ -89,7 +89,7 @@ def test_a_signal_stops_the_reproduction_with_one_line_and_the_shells_status(tin
                             "--seeds", "0", "--epochs", "1", "--device", "cpu", "--precision", "fp32", "--measures",
                             "rand", "inp-grad-sign", "--n-bootstrap", "100", "--n-baseline", "1", "--output",
                             str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "-v", "0"],
-                           env=process_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           env=process_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=like_a_terminal_job)
     models = tmp_path / "cache"
     while not any(models.rglob("models/*/manifest.json")) and run.poll() is None:
         time.sleep(0.2)

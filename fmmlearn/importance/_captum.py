@@ -134,7 +134,19 @@ class CaptumExplainer(Explainer):
         self._bound = (None, None)  # (model, the attribution bound to it)
 
     def bind(self, model):
-        """The Captum object computing attributions of ``model`` (built once per model)."""
+        """The Captum object computing attributions of ``model`` (built once per model).
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+            The sequence classifier whose logits are explained.
+
+        Returns
+        -------
+        captum.attr.Attribution
+            The user's class built on the model's forward function, or a copy of the user's object with
+            that forward function (the user's object is left unchanged).
+        """
         if self._bound[0] is model:
             return self._bound[1]
         forward = _EmbeddingsToLogits(model) if self.kind == "gradient" else _ids_to_logits(model)

@@ -77,6 +77,8 @@ class Explainer:
         Needs a backward pass (batch size and precision of the gradient measures).
     costly : bool
         Runs on the study's shared subset of costly measures.
+    cost : str
+        What one call costs, in words (shown next to the measure, e.g. "Captum, forward passes").
     """
 
     def __init__(self, name: str, *, signed=None, reduction=None, batch_size=None, uses_gradients=False,
@@ -102,11 +104,37 @@ class Explainer:
         return self.declared_signed if self.declared_signed is not None else self.inferred_signed
 
     def attribute(self, problem: Problem, input_ids, attention_mask, target):
-        """Scores of one chunk: ``(B, T)`` or ``(B, T, D)`` (tensor or array)."""
+        """Scores of one chunk: ``(B, T)`` or ``(B, T, D)`` (tensor or array).
+
+        Parameters
+        ----------
+        problem : fmmlearn.importance.Problem
+            The model, the batch and its maskable positions.
+        input_ids, attention_mask : torch.Tensor
+            The chunk's token ids and attention mask, shape ``(B, T)``.
+        target : torch.Tensor
+            The explained class of each text, shape ``(B,)``.
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+            Larger = more important for ``target``.
+        """
         raise NotImplementedError
 
     def scores(self, problem: Problem) -> torch.Tensor:
-        """Scores ``(B, T)`` of the problem's batch, chunk by chunk, checked."""
+        """Scores ``(B, T)`` of the problem's batch, chunk by chunk, checked.
+
+        Parameters
+        ----------
+        problem : fmmlearn.importance.Problem
+            The model, the batch and its maskable positions.
+
+        Returns
+        -------
+        torch.Tensor
+            One float32 score per position; positions that may not be masked are 0.
+        """
         ids = problem.batch.input_ids
         size = self.batch_size or len(ids)
         out = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)

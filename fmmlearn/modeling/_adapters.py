@@ -41,7 +41,18 @@ def _peft():
 
 
 def check_peft_config(peft_config) -> None:
-    """Raise a ``TypeError`` unless ``peft_config`` is ``None`` or a ``peft.PeftConfig``."""
+    """Raise a ``TypeError`` unless ``peft_config`` is ``None`` or a ``peft.PeftConfig``.
+
+    Parameters
+    ----------
+    peft_config : peft.PeftConfig or None
+        The classifier's ``peft_config``.
+
+    Raises
+    ------
+    TypeError
+        When ``peft_config`` is something else.
+    """
     if peft_config is None:
         return
     peft = _peft()
@@ -51,7 +62,18 @@ def check_peft_config(peft_config) -> None:
 
 
 def has_adapters(model) -> bool:
-    """Whether ``model`` is wrapped by peft (a ``PeftModel``)."""
+    """Whether ``model`` is wrapped by peft (a ``PeftModel``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A sequence classifier, wrapped or not.
+
+    Returns
+    -------
+    bool
+        True when it carries adapters.
+    """
     return hasattr(model, "peft_config") and hasattr(model, "get_base_model")
 
 
@@ -97,13 +119,31 @@ def save_adapters(model, directory: Path) -> None:
     """Write ``model``'s adapters to ``directory`` in PEFT's format, without the (grown) embedding matrix.
 
     The embedding matrix is in the base model's own file (:func:`base_model_state`).
+
+    Parameters
+    ----------
+    model : peft.PeftModel
+        The wrapped classifier.
+    directory : pathlib.Path
+        Where ``adapter_config.json`` and ``adapter_model.safetensors`` are written.
     """
     with _quiet_peft():
         model.save_pretrained(directory, safe_serialization=True, save_embedding_layers=False)
 
 
 def embedding_matrix(model) -> torch.Tensor:
-    """The input embedding matrix as the model uses it: trained token rows of an adapter included."""
+    """The input embedding matrix as the model uses it: trained token rows of an adapter included.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A sequence classifier, wrapped by peft or not.
+
+    Returns
+    -------
+    torch.Tensor
+        The matrix of shape ``(vocabulary size, hidden size)``.
+    """
     table = model.get_input_embeddings()
     merged = getattr(table, "get_merged_weights", None)
     return merged(table.active_adapters) if callable(merged) else table.weight
@@ -125,6 +165,16 @@ def _base_key(key: str) -> str | None:
 
 def base_model_state(model) -> dict:
     """The state dict of the base model under a ``PeftModel``, keyed as the unwrapped model.
+
+    Parameters
+    ----------
+    model : peft.PeftModel
+        The wrapped classifier.
+
+    Returns
+    -------
+    dict
+        Parameter name to tensor, the names of a fresh model of the base class.
 
     Raises
     ------
@@ -148,7 +198,20 @@ def base_model_state(model) -> dict:
 
 
 def load_adapters(model, directory: Path):
-    """Wrap ``model`` with the adapters saved in ``directory`` (PEFT format), for inference."""
+    """Wrap ``model`` with the adapters saved in ``directory`` (PEFT format), for inference.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The base model, as saved next to the adapters.
+    directory : pathlib.Path
+        The ``adapter/`` folder of a saved classifier.
+
+    Returns
+    -------
+    peft.PeftModel
+        ``model`` with the adapters, not trainable.
+    """
     peft = _peft()
     with _quiet_peft():
         return peft.PeftModel.from_pretrained(model, directory, is_trainable=False)

@@ -26,6 +26,16 @@ def is_decoder(model) -> bool:
 
     A family is a decoder when transformers knows a causal-LM head for it and
     no masked-LM head (BERT-like encoders have both).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A sequence classifier (its ``config.model_type`` is read).
+
+    Returns
+    -------
+    bool
+        True for GPT-2, Llama, Qwen2, Mistral and the other decoder families.
     """
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,

@@ -262,8 +262,15 @@ class StudyResult:
         return plot_erasure(rows, ax=ax, path=path)
 
     def costs(self) -> pd.DataFrame:
-        """Seconds per test text of each measure's faithfulness curve, per model (see
-        :func:`fmmlearn.study._tables.measure_costs`); the RACU table of the report shows them."""
+        """Seconds per test text of each measure's faithfulness curve, per model.
+
+        The RACU table of the report shows them.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per model and measure, with the seconds per test text.
+        """
         return measure_costs(self.timings)
 
     # ------------------------------------------------------------------ text

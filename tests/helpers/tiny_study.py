@@ -43,11 +43,22 @@ def process_env(**extra) -> dict:
                 TOKENIZERS_PARALLELISM="false", MPLBACKEND="Agg", **extra)
 
 
+def like_a_terminal_job() -> None:
+    """In the child: Ctrl-C handled by default, as in a terminal, even where the tests run under ``nohup``.
+
+    A job started in the background of a non-interactive shell inherits SIGINT ignored; the child of such
+    a test run would then rightly ignore Ctrl-C, which is not what the tests simulate.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_study(model_dir, cache, out, **hooks) -> subprocess.Popen:
     """This module as a process: the study of ``model_dir`` with ``cache``, written to ``out``; ``hooks``: env."""
     return subprocess.Popen([sys.executable, "-m", "helpers.tiny_study", str(model_dir), str(cache), str(out)],
                             cwd=TESTS, env=process_env(**hooks), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=like_a_terminal_job)
 
 
 def assert_same_results(a, b) -> None:
