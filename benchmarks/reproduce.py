@@ -546,14 +546,13 @@ def reproduce(args, argv: list, out: Path) -> dict:
 
 def _main_process() -> int:
     """The script: Ctrl-C and SIGTERM stop it with one line and the shell's status; the cache keeps what finished."""
-    from fmmlearn._signals import exit_status, signals_as_interrupts
+    from fmmlearn._signals import exit_status, signal_name, signals_as_interrupts
 
     try:
         with signals_as_interrupts():
             main()
     except KeyboardInterrupt as error:
-        name = getattr(error, "signal_name", "SIGINT")
-        print(f"error: interrupted by {name}; the finished work is kept in the cache (--cache-dir): run the same "
+        print(f"error: interrupted by {signal_name(error)}; the finished work is kept in the cache (--cache-dir): run the same "
               "command again to resume", file=sys.stderr)
         return exit_status(error)
     return 0

@@ -13,7 +13,7 @@ import os
 import uuid
 from pathlib import Path
 
-__all__ = ["LOCK_NAME", "atomic_write", "directory_lock", "reporting_write_errors", "write_failure"]
+__all__ = ["atomic_write", "directory_lock", "reporting_write_errors"]
 
 #: The lock file of a directory that one fmmlearn run writes; ``<LOCK_NAME>.json`` names its holder.
 LOCK_NAME = ".fmmlearn.lock"

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ._formatting import number, percent
+from ._persistence import base_model_name
 from ._version import __version__
 from .faithfulness import acu, racu
 
@@ -181,9 +182,9 @@ def _erasure_rows(frame: pd.DataFrame) -> list[CardRow]:
         args = _args(ci_low=part["ci_low"].mean() if len(part) == 1 else None,
                      ci_high=part["ci_high"].mean() if len(part) == 1 else None,
                      ood_share=part["ood_share"].mean(), valid=bool(valid.all()) if len(valid) else None)
-        if _plain(part["mean"].mean()) is not None:
-            rows.append(CardRow("erasure", f"{mode}_aopc", f"{mode} AOPC ({method})", _plain(part["mean"].mean()),
-                                str(method), args))
+        mean = _plain(part["mean"].mean())
+        if mean is not None:
+            rows.append(CardRow("erasure", f"{mode}_aopc", f"{mode} AOPC ({method})", mean, str(method), args))
     return rows
 
 
@@ -228,8 +229,9 @@ def _study_rows(study, max_masking_ratio: float) -> list[CardRow]:
                                         n_examples=part["n_examples"].iloc[0])))
     for frame, to_rows in ((study.racu_summary, _racu_rows), (study.in_distribution, _in_distribution_rows),
                            (study.erasure, _erasure_rows)):
-        if len(mine(frame)):  # an empty frame: the stage did not run
-            rows += to_rows(mine(frame))
+        part = mine(frame)
+        if len(part):  # an empty frame: the stage did not run
+            rows += to_rows(part)
     return rows
 
 
@@ -266,11 +268,7 @@ def card_rows(results, *, max_masking_ratio: float) -> list[CardRow]:
 
 def _base_model(clf) -> tuple[str | None, str]:
     """The Hub name of the base model (None when it is not on the Hub) and how the card's text names it."""
-    name = getattr(clf, "_loaded_base_model", None)
-    if name is None:
-        from .modeling import resolve_model_path
-
-        name = resolve_model_path(clf.model) if isinstance(clf.model, tuple) else os.fspath(clf.model)
+    name = base_model_name(clf)
     if name in _BUNDLED_HUB_NAMES:
         return _BUNDLED_HUB_NAMES[name], f"`{_BUNDLED_HUB_NAMES[name]}` (bundled with fmmlearn as `{name}`)"
     if os.path.isabs(name) or name.startswith(".") or os.path.isdir(name) or name.count("/") > 1:

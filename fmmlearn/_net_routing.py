@@ -131,14 +131,19 @@ class NetRoutingMixin:
     without ``**``) or one that cannot be routed (:func:`check_net_params`).
     """
 
+    #: Names of the keyword arguments stored by :meth:`_set_net_params` (none until then).
+    _extra_param_names: tuple = ()
+
     def _set_net_params(self, params: dict) -> None:
-        names = getattr(self, "_extra_param_names", ())
-        self._extra_param_names = tuple(dict.fromkeys([*names, *params]))
+        self._extra_param_names = tuple(dict.fromkeys([*self._extra_param_names, *params]))
         vars(self).update(params)
+
+    def _extra_params(self) -> dict:
+        return {name: getattr(self, name) for name in self._extra_param_names}
 
     def get_params(self, deep=True):
         params = super().get_params(deep=deep)
-        params.update({name: getattr(self, name) for name in getattr(self, "_extra_param_names", ())})
+        params.update(self._extra_params())
         return params
 
     def set_params(self, **params):
@@ -149,7 +154,7 @@ class NetRoutingMixin:
 
     def _net_params(self) -> dict:
         """The ``net__`` parameters, checked, as net keyword arguments."""
-        extra = {name: getattr(self, name) for name in getattr(self, "_extra_param_names", ())}
+        extra = self._extra_params()
         unknown = sorted(name for name in extra if not name.startswith(NET_PREFIX))
         if unknown:
             raise TypeError(f"{type(self).__name__} got unexpected keyword argument(s) {unknown}; settings of the "

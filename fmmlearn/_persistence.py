@@ -44,14 +44,15 @@ from sklearn.utils._param_validation import InvalidParameterError, validate_para
 from sklearn.utils.validation import check_is_fitted
 
 from ._files import reporting_write_errors
+from ._net_routing import NET_PREFIX
 from ._processes import is_main_process
 from ._version import __version__
 from ._warnings import warn
 from .modeling import (ADAPTER_DIR, base_model_state, has_adapters, load_adapters, prepare_model,
                        quiet_transformers, save_adapters, resolve_device, resolve_max_length, resolve_model_path)
 
-__all__ = ["CARD_FILE", "CONFIG_FILE", "FORMAT_VERSION", "load_classifier", "picklable_state", "save_classifier",
-           "strip_output_capturing_hooks"]
+__all__ = ["CARD_FILE", "CONFIG_FILE", "FORMAT_VERSION", "base_model_name", "load_classifier", "picklable_state",
+           "save_classifier", "strip_output_capturing_hooks"]
 
 #: Name of the estimator's own file in a saved directory.
 CONFIG_FILE = "fmmlearn.json"
@@ -201,7 +202,7 @@ def _check_target(path) -> Path:
     return path
 
 
-def _base_model(clf) -> str:
+def base_model_name(clf) -> str:
     """The model ``fit`` started from; for a loaded classifier, the one its save recorded (not the save's path)."""
     if getattr(clf, "_loaded_base_model", None) is not None:
         return clf._loaded_base_model
@@ -226,7 +227,7 @@ def _write(clf, directory: Path, classes: list, card) -> None:
         "format_version": FORMAT_VERSION,
         "fmmlearn_version": __version__,
         "params": _stored_params(clf),
-        "base_model": _base_model(clf),
+        "base_model": base_model_name(clf),
         "classes": classes,
         "is_pair": bool(clf.is_pair_),
         "adapters": adapters,
@@ -438,7 +439,7 @@ def _checked_params(cls, path: Path, manifest: dict, device) -> dict:
     """The stored parameters, validated with the estimator's constraints; ``model`` and ``device`` set."""
     params = dict(manifest["params"])
     known = set(cls._get_param_names())
-    unknown = sorted(name for name in set(params) - known if not name.startswith("net__"))
+    unknown = sorted(name for name in set(params) - known if not name.startswith(NET_PREFIX))
     if unknown:
         raise _refuse(path, CONFIG_FILE, f"has parameters {unknown} that {cls.__name__} does not take (written by "
                       f"fmmlearn {manifest.get('fmmlearn_version', '?')})", "Upgrade fmmlearn to load it.")
@@ -506,8 +507,6 @@ def _load_adapters(path: Path, model):
     """``model`` wrapped with the adapters of ``path/adapter`` (PEFT's format)."""
     try:
         return load_adapters(model, path / ADAPTER_DIR)
-    except ImportError:
-        raise
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
         raise _refuse(path, ADAPTER_DIR, f"holds adapters that cannot be loaded ({type(exc).__name__}: {exc})") from exc
 

@@ -15,7 +15,7 @@ import threading
 
 from .exceptions import JobInterrupted
 
-__all__ = ["exit_status", "not_swallowed", "signals_as_interrupts"]
+__all__ = ["exit_status", "not_swallowed", "signal_name", "signals_as_interrupts"]
 
 #: Signals turned into JobInterrupted so far (by :func:`signals_as_interrupts`), so that one a library
 #: swallowed can be raised again (:func:`not_swallowed`).
@@ -28,6 +28,11 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def exit_status(error: BaseException) -> int:
     """The conventional exit status of a process stopped by ``error``: 130 for Ctrl-C, 143 for SIGTERM."""
     return 128 + int(getattr(error, "signal_number", signal.SIGINT))
+
+
+def signal_name(error: BaseException) -> str:
+    """The name of the signal that stopped a job: ``"SIGTERM"``, else ``"SIGINT"`` (a plain Ctrl-C)."""
+    return getattr(error, "signal_name", "SIGINT")
 
 
 def _raise(signal_number, _frame):

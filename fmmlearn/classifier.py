@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._labels import check_labels
-from ._net_routing import NetRoutingMixin, check_callbacks
+from ._net_routing import NET_PREFIX, NetRoutingMixin, check_callbacks
 from ._random import derive_seed, resolve_seed
 from ._signals import not_swallowed
 from ._validation import StrictInterval
@@ -318,7 +318,7 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         >>> clf.fit(ds.train.data, ds.train.target,                                      # doctest: +SKIP
         ...         validation_data=(ds.validation.data, ds.validation.target))
         """
-        unknown = sorted(k for k in overrides if k not in cls._get_param_names() and not k.startswith("net__"))
+        unknown = sorted(k for k in overrides if k not in cls._get_param_names() and not k.startswith(NET_PREFIX))
         if unknown:
             raise TypeError(f"{cls.__name__}.for_paper_dataset() got unexpected keyword argument(s) {unknown}.")
         return cls(**{**paper_params(name), **overrides})
@@ -368,7 +368,8 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         self
         """
         self._validate_params()
-        self._net_params(), check_callbacks(self.callbacks, type(self).__name__)  # before the model loads
+        # Checked before the model loads; passed on to the net.
+        net_params, callbacks = self._net_params(), check_callbacks(self.callbacks, type(self).__name__)
         check_peft_config(self.peft_config)
         texts, is_pair = validate_texts(X, "X")
         labels = check_labels(y, len(texts), "y", owner=type(self).__name__)
@@ -412,7 +413,7 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
                                               seed)
             net = self._make_net(
                 model, tokenizer, train_set, valid_set, device, dtype, seed, metric, len(encoder.classes_),
-                accelerator=accelerator,
+                accelerator=accelerator, callbacks=callbacks, net_params=net_params,
             )
             try:
                 with not_swallowed():  # skorch ends a fit on KeyboardInterrupt and returns: a long job must stop
@@ -452,13 +453,13 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
                  DegenerateModelWarning)
 
     def _make_net(self, model, tokenizer, train_set, valid_set, device, dtype, seed, metric, n_classes,
-                  accelerator=None):
+                  accelerator=None, callbacks=None, net_params=None):
         return make_net(
             model, train_dataset=train_set, valid_dataset=valid_set, mask_token_id=tokenizer.mask_token_id,
             pad_token_id=tokenizer.pad_token_id, max_masking_ratio=float(self.max_masking_ratio), device=device,
             autocast_dtype=dtype, seed=seed, metric_name="valid_" + metric.name, metric=metric, n_classes=n_classes,
-            accelerator=accelerator, callbacks=check_callbacks(self.callbacks, type(self).__name__),
-            net_params=self._net_params(), **{name: getattr(self, name) for name in NET_SETTINGS},
+            accelerator=accelerator, callbacks=callbacks, net_params=net_params,
+            **{name: getattr(self, name) for name in NET_SETTINGS},
         )
 
     def _selection_metric(self):

@@ -230,8 +230,8 @@ def reference_warmup_decay(total_examples: int, warmup_ratio: float) -> Callable
     warmup = int(warmup_ratio * total_examples)
     if warmup == 0:
         warn(f"lr_schedule='reference' with S = max_epochs * n_train_examples = {total_examples} and warmup_ratio="
-   f"{warmup_ratio:g} gives W = 0 warm-up steps, where the reference schedule returns lr * step (the "
-   "learning rate grows without bound); use lr_schedule='linear' unless you need this quirk.")
+             f"{warmup_ratio:g} gives W = 0 warm-up steps, where the reference schedule returns lr * step (the "
+             "learning rate grows without bound); use lr_schedule='linear' unless you need this quirk.")
 
         def step_itself(step: int) -> float:
             return float(step)

@@ -71,7 +71,9 @@ def _interrupted(args, error: BaseException) -> str:
     """The line of a command stopped by a signal: which one, and what a rerun does."""
     from pathlib import Path
 
-    name = getattr(error, "signal_name", "SIGINT")
+    from .._signals import signal_name
+
+    name = signal_name(error)
     if getattr(args, "command", None) == "demo":
         cache = Path(args.output) / "cache"
         return (f"interrupted by {name}; the finished work is kept in {cache}: run the same command again to "

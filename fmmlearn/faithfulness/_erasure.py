@@ -382,11 +382,17 @@ def _summary(per_example: pd.DataFrame, grid, alpha, factor, certified, n_bootst
 # --------------------------------------------------------------------------- the metric
 
 
+#: Arguments shared by :func:`erasure_metrics` and the erasure scorer: how tokens are removed and certified.
+_REMOVAL_CONSTRAINTS = {
+    "removal": [StrOptions(set(REMOVALS))], "segment": [StrOptions(set(SEGMENTS))],
+    "alpha": [StrictInterval(numbers.Real, 0, 1, closed="neither")],
+    "max_invalid_factor": [StrictInterval(numbers.Real, 0, math.inf, closed="neither")],
+}
+
+
 @reports_truncation_once
 @validate_params(
-    {"removal": [StrOptions(set(REMOVALS))], "segment": [StrOptions(set(SEGMENTS))],
-     "alpha": [StrictInterval(numbers.Real, 0, 1, closed="neither")],
-     "max_invalid_factor": [StrictInterval(numbers.Real, 0, math.inf, closed="neither")],
+    {**_REMOVAL_CONSTRAINTS,
      "n_bootstrap": [StrictInterval(numbers.Integral, 0, None, closed="left")],
      "confidence_level": [StrictInterval(numbers.Real, 0, 1, closed="neither")],
      "batch_size": [positive_int(), None]},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 
@@ -11,11 +10,11 @@ import pandas as pd
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from .._random import derive_seed, resolve_seed, sample_examples
-from .._validation import SEGMENTS, StrictInterval, positive_int
+from .._validation import positive_int
 from ..exceptions import FaithfulnessWarning
 from .._warnings import warn
 from ..importance import get_measure
-from ._erasure import AOPC, DEFAULT_K, ERASURE_MODES, REMOVALS, _check_choice, check_k, erasure_metrics
+from ._erasure import _REMOVAL_CONSTRAINTS, AOPC, DEFAULT_K, ERASURE_MODES, _check_choice, check_k, erasure_metrics
 
 __all__ = ["make_erasure_scorer"]
 
@@ -87,9 +86,7 @@ class _ErasureScorer:
 
 
 @validate_params(
-    {"mode": [StrOptions(set(ERASURE_MODES))], "removal": [StrOptions(set(REMOVALS))],
-     "segment": [StrOptions(set(SEGMENTS))], "alpha": [StrictInterval(numbers.Real, 0, 1, closed="neither")],
-     "max_invalid_factor": [StrictInterval(numbers.Real, 0, math.inf, closed="neither")],
+    {"mode": [StrOptions(set(ERASURE_MODES))], **_REMOVAL_CONSTRAINTS,
      "max_samples": [positive_int(), None]},
     prefer_skip_nested_validation=True,
 )

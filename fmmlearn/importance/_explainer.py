@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from ..exceptions import ExplainerError
+from ..modeling import is_oom
 from ._utils import Problem
 
 __all__ = ["REDUCTIONS", "CallableExplainer", "Explainer"]
@@ -154,7 +155,7 @@ class Explainer:
         try:
             raw = self.attribute(sub, *args)
         except Exception as exc:  # locate the text that fails, keep the original as the cause
-            if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower():
+            if is_oom(exc):
                 raise  # the runtime halves the batch and retries
             raise self._failure(sub, args, exc) from exc
         return self._checked(raw, (len(rows), width), sub.eligible)

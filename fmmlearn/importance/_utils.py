@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..encoding import Batch
-from ..modeling import autocast, embedding_matrix, eval_mode, logits_of, run_in_batches, tokens_per_forward
+from ..modeling import autocast, base_embedding, eval_mode, logits_of, run_in_batches, tokens_per_forward
 
 __all__ = [
     "Problem",
@@ -248,7 +248,7 @@ def weighted_gradients(
         Zero beyond each example's length.
     """
     batch = problem.batch
-    hidden = embedding_matrix(problem.model)
+    hidden = base_embedding(problem.model).weight  # its width and dtype only: no merged copy of a peft table
     total = torch.zeros(*batch.input_ids.shape, hidden.shape[1], dtype=hidden.dtype, device=problem.device)
     widths = problem.widths[example_of_row]
 

@@ -18,10 +18,11 @@ from ._utils import Problem, embed, weighted_gradients
 
 __all__ = ["embedding_gradients", "gradient_norm", "input_x_gradient"]
 
-# Gram matrices E^T E by id of the embedding weight: (weak reference, version,
-# Gram).  The version counter moves on every in-place update (an optimiser
-# step), which invalidates the entry; a finalizer drops it with the weight.
-# (A WeakKeyDictionary would compare tensors with ``==`` on hash collisions.)
+# Gram matrices E^T E by id of their owner (the embedding weight, or the
+# embedding module whose parameters make E): (weak reference, versions, Gram).
+# A version counter moves on every in-place update (an optimiser step), which
+# invalidates the entry; a finalizer drops it with the owner.  (A
+# WeakKeyDictionary would compare tensors with ``==`` on hash collisions.)
 _GRAM_CACHE: dict[int, tuple] = {}
 
 #: Elements of one (tokens x vocabulary chunk) block in ``grad-l1`` (4 MiB in fp32).
@@ -47,16 +48,29 @@ def embedding_gradients(problem: Problem) -> tuple[torch.Tensor, torch.Tensor]:
     return e, g
 
 
-def _gram(weight: torch.Tensor) -> torch.Tensor:
-    key = id(weight)
+def _versions(owner) -> tuple:
+    if isinstance(owner, torch.Tensor):
+        return (owner._version,)
+    return tuple((id(p), p._version) for p in owner.parameters())
+
+
+def _gram(owner, matrix=None) -> torch.Tensor:
+    """``E^T E``, cached per ``owner`` until it changes in place.
+
+    ``owner`` is the matrix ``E`` itself, or the embedding module whose
+    parameters make it, with ``matrix()`` building ``E`` (a peft wrapper merges
+    its trained rows into a new tensor on every call, so that tensor cannot key
+    the cache).
+    """
+    key, versions = id(owner), _versions(owner)
     cached = _GRAM_CACHE.get(key)
-    if cached is not None and cached[0]() is weight and cached[1] == weight._version:
+    if cached is not None and cached[0]() is owner and cached[1] == versions:
         return cached[2]
-    w = weight.detach()
+    w = (owner if matrix is None else matrix()).detach()
     gram = w.T @ w
-    if cached is None or cached[0]() is not weight:
-        weakref.finalize(weight, _GRAM_CACHE.pop, key, None)
-    _GRAM_CACHE[key] = (weakref.ref(weight), weight._version, gram)
+    if cached is None or cached[0]() is not owner:
+        weakref.finalize(owner, _GRAM_CACHE.pop, key, None)
+    _GRAM_CACHE[key] = (weakref.ref(owner), versions, gram)
     return gram
 
 
@@ -88,12 +102,12 @@ def gradient_norm(problem: Problem, *, norm: str, block_elements: int = L1_BLOCK
     if not isinstance(block_elements, int) or block_elements < 1:
         raise ValueError(f"block_elements must be a positive integer, got {block_elements!r}.")
     _, g = embedding_gradients(problem)
-    weight = embedding_matrix(problem.model).detach()
     if norm == "l2":
         # ||E g||^2 = g^T (E^T E) g; clamp tiny negative round-off before the root.
-        gram = _gram(embedding_matrix(problem.model)).to(g.dtype)
+        gram = _gram(problem.model.get_input_embeddings(), lambda: embedding_matrix(problem.model)).to(g.dtype)
         return ((g @ gram) * g).sum(dim=-1).clamp_min(0).sqrt()
     # Only the explained tokens are worth the O(V H) work per token.
+    weight = embedding_matrix(problem.model).detach()
     scores = torch.zeros(g.shape[:2], dtype=g.dtype, device=g.device)
     scores[problem.eligible] = _l1_norms(g[problem.eligible], weight.to(g.dtype), block_elements)
     return scores

@@ -22,7 +22,7 @@ import numbers
 import numpy as np
 import torch
 
-from ..modeling import embedding_matrix
+from ..modeling import base_embedding
 from ._utils import Problem, embed, weighted_gradients
 
 __all__ = ["RULES", "check_params", "integrated_gradients", "path_points"]
@@ -91,7 +91,7 @@ def _checked_token_id(token: int, vocab_size: int) -> int:
 
 
 def _baseline_vector(problem: Problem, baseline, pad_token_id) -> torch.Tensor:
-    weight = embedding_matrix(problem.model)
+    weight = base_embedding(problem.model).weight  # its shape, dtype and device only
     if baseline == "zero":
         return torch.zeros(weight.shape[1], dtype=weight.dtype, device=weight.device)
     if baseline == "mask":

@@ -25,6 +25,7 @@ from ._batching import (
 from ._adapters import (
     ADAPTER_DIR,
     attach_adapters,
+    base_embedding,
     base_model_state,
     check_peft_config,
     embedding_matrix,
@@ -40,7 +41,7 @@ from ._decoders import (
     is_decoder,
     prepare_model,
 )
-from ._devices import autocast, cpu_info, eval_mode, reduced_dtype, resolve_device
+from ._devices import autocast, cpu_info, eval_mode, is_oom, reduced_dtype, resolve_device
 from ._loading import (
     BUNDLED_MODELS,
     load_pretrained,
@@ -64,6 +65,7 @@ from ._probes import (
 __all__ = [
     "ADAPTER_DIR",
     "attach_adapters",
+    "base_embedding",
     "base_model_state",
     "check_peft_config",
     "embedding_matrix",
@@ -90,6 +92,7 @@ __all__ = [
     "clear_probe_cache",
     "cpu_info",
     "eval_mode",
+    "is_oom",
     "forward_logits",
     "load_pretrained",
     "logits_of",

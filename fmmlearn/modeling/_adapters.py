@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["ADAPTER_DIR", "attach_adapters", "base_model_state", "check_peft_config", "embedding_matrix",
+__all__ = ["ADAPTER_DIR", "attach_adapters", "base_embedding", "base_model_state", "check_peft_config", "embedding_matrix",
            "embedding_rows", "has_adapters", "load_adapters", "save_adapters"]
 
 #: Sub-directory of a saved classifier holding its adapters in PEFT's format.
@@ -149,10 +149,28 @@ def embedding_matrix(model) -> torch.Tensor:
     return merged(table.active_adapters) if callable(merged) else table.weight
 
 
+def base_embedding(model) -> torch.nn.Embedding:
+    """The ``nn.Embedding`` of the input embeddings, inside a peft wrapper where there is one.
+
+    Its weight has the shape, dtype and device of :func:`embedding_matrix` without building the merged
+    copy that a peft wrapper makes on every call.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A sequence classifier, wrapped by peft or not.
+
+    Returns
+    -------
+    torch.nn.Embedding
+    """
+    table = model.get_input_embeddings()
+    return next(m for m in table.modules() if isinstance(m, torch.nn.Embedding))
+
+
 def embedding_rows(model) -> int:
     """Rows of the input embedding matrix (a peft wrapper of the embedding has no ``num_embeddings``)."""
-    table = model.get_input_embeddings()
-    return next(m for m in table.modules() if isinstance(m, torch.nn.Embedding)).num_embeddings
+    return base_embedding(model).num_embeddings
 
 
 def _base_key(key: str) -> str | None:

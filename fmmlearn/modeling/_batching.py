@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ._devices import _is_oom, autocast
+from ._devices import autocast, is_oom
 
 __all__ = ["check_finite_logits", "forward_logits", "logits_of", "map_batches", "predict_logits", "progress_bar", "run_in_batches"]
 
@@ -50,7 +50,7 @@ def run_in_batches(fn: Callable[[np.ndarray], torch.Tensor], order: list[np.ndar
         try:
             results.append((idx, fn(idx)))
         except (torch.OutOfMemoryError, RuntimeError) as exc:
-            if not _is_oom(exc) or len(idx) == 1:
+            if not is_oom(exc) or len(idx) == 1:
                 raise
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["autocast", "cpu_info", "eval_mode", "reduced_dtype", "resolve_device"]
+__all__ = ["autocast", "cpu_info", "eval_mode", "is_oom", "reduced_dtype", "resolve_device"]
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -114,5 +114,15 @@ def autocast(device: torch.device, dtype: torch.dtype | None):
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
-def _is_oom(exc: BaseException) -> bool:
+def is_oom(exc: BaseException) -> bool:
+    """Whether ``exc`` is an out-of-memory error (torch's, or a backend's message saying so).
+
+    Parameters
+    ----------
+    exc : BaseException
+
+    Returns
+    -------
+    bool
+    """
     return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()

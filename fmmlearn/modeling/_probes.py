@@ -14,7 +14,7 @@ import torch
 
 from . import _devices  # _devices.reduced_dtype looked up at call time: the one seam tests patch
 from ._adapters import embedding_rows
-from ._devices import _is_oom, autocast, eval_mode
+from ._devices import autocast, eval_mode, is_oom
 
 __all__ = ["DEFAULT_TOKENS_PER_FORWARD", "ForwardRates", "MIN_SPEEDUP", "PROBE_SHAPE", "TOKEN_BUDGETS", "clear_probe_cache", "measure_forward_rates", "tokens_per_forward"]
 
@@ -218,7 +218,7 @@ def tokens_per_forward(model, make_inputs: Callable[[int, int], dict], *, device
             try:
                 rates[budget] = rows * width / _timed_forward(model, make_inputs(rows, width), device, dtype, timer)
             except (torch.OutOfMemoryError, RuntimeError) as exc:
-                if not _is_oom(exc):
+                if not is_oom(exc):
                     raise
                 continue  # too large for this device: try a smaller one
             if timer() - started > budget_s:  # a slow model or a busy machine: keep the probe short

@@ -22,6 +22,7 @@ entry is recomputed -- never loaded into a table.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -134,9 +135,30 @@ def _publish(tmp: Path, final: Path) -> bool:
         raise
 
 
+#: Name prefixes of an entry being written and of one being removed (leftovers of a killed process).
+_TMP, _TRASH = ".tmp-", ".trash-"
+
+
+@contextlib.contextmanager
+def _staged(final: Path, unchanged: str):
+    """A temporary sibling of entry ``final`` to write into; published as ``final`` when the block ends.
+
+    A failed write is reported naming ``final`` (``unchanged``: what is left there); the temporary copy is
+    removed in every case.
+    """
+    tmp = final.parent / f"{_TMP}{final.name}-{uuid.uuid4().hex}"
+    try:
+        with reporting_write_errors(final, unchanged, outermost=True):
+            yield tmp
+            _publish(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _discard(entry: Path) -> None:
     """Move a bad entry out of the way (atomically) before removing it, so no reader sees it half-deleted."""
-    trash = entry.with_name(f".trash-{entry.name}-{uuid.uuid4().hex}")
+    trash = entry.with_name(f"{_TRASH}{entry.name}-{uuid.uuid4().hex}")
     try:
         os.replace(entry, trash)
     except OSError:
@@ -151,8 +173,8 @@ _LEFTOVER_AGE_S = 3600
 def _remove_leftovers(models: Path, stages: Path) -> None:
     """Remove the temporary copies that a killed process (``kill -9``, a power cut) left in the stores."""
     now = time.time()
-    for leftover in [*models.glob(".tmp-*"), *models.glob(".trash-*"), *stages.glob("*/.tmp-*"),
-                     *stages.glob("*/.trash-*")]:
+    for leftover in [*models.glob(f"{_TMP}*"), *models.glob(f"{_TRASH}*"), *stages.glob(f"*/{_TMP}*"),
+                     *stages.glob(f"*/{_TRASH}*")]:
         try:
             if now - leftover.stat().st_mtime > _LEFTOVER_AGE_S:
                 shutil.rmtree(leftover, ignore_errors=True)
@@ -258,16 +280,10 @@ class StageCache:
         start = time.perf_counter()
         clf, info = fit()
         info = {**info, "seconds": time.perf_counter() - start}
-        tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex}"
-        try:
-            with reporting_write_errors(final, _UNCHANGED, outermost=True), quiet_transformers():
-                clf.save(tmp / _MODEL)
-                (tmp / _FIT_INFO).write_text(json.dumps(info, indent=2))
-                _write_manifest(tmp, "model", _files_of(tmp), self.identity)
-                _publish(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        with _staged(final, _UNCHANGED) as tmp, quiet_transformers():
+            clf.save(tmp / _MODEL)
+            (tmp / _FIT_INFO).write_text(json.dumps(info, indent=2))
+            _write_manifest(tmp, "model", _files_of(tmp), self.identity)
         return ModelHandle(final, device, clf), False
 
     # ---------------------------------------------------------------- stage payloads
@@ -295,16 +311,10 @@ class StageCache:
     def save(self, stage: str, key: str, payload: dict) -> None:
         """Store ``payload`` for ``(stage, key)`` atomically (a concurrent writer's identical entry is kept)."""
         final = self._entry(stage, key)
-        tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex}"
-        try:
-            with reporting_write_errors(final, _UNCHANGED, outermost=True):
-                tmp.mkdir(parents=True)
-                files = write_payload(payload, tmp)
-                _write_manifest(tmp, f"stage {stage}", files, self.identity)
-                _publish(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        with _staged(final, _UNCHANGED) as tmp:
+            tmp.mkdir(parents=True)
+            files = write_payload(payload, tmp)
+            _write_manifest(tmp, f"stage {stage}", files, self.identity)
 
     def close(self) -> None:
         """Remove the temporary stores of an uncached study."""

@@ -304,7 +304,7 @@ class StudyResult:
         page = render_report(self, title=title)
         if path is not None:
             path = Path(path)
-            _atomic_write(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+            atomic_write(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
         return page
 
     # ------------------------------------------------------------------ persistence
@@ -337,17 +337,17 @@ class StudyResult:
             file = directory / f"{name}.{format}"
             plain = pd.DataFrame(frame)  # an Explanation's rows, without its per-example table
             if format == "parquet":
-                _atomic_write(file, lambda tmp, f=plain: f.to_parquet(tmp, index=False))
+                atomic_write(file, lambda tmp, f=plain: f.to_parquet(tmp, index=False))
             else:
-                _atomic_write(file, lambda tmp, f=plain: f.to_csv(tmp, index=False))
+                atomic_write(file, lambda tmp, f=plain: f.to_csv(tmp, index=False))
             files[name] = {"file": file.name, "dtypes": {c: str(t) for c, t in frame.dtypes.items()},
                            "columns": list(frame.columns)}
             if _is_explanation(frame):  # its own exact format keeps the original texts and predictions
                 json_file = directory / f"{name}.explanation.json"
-                _atomic_write(json_file, lambda tmp, f=frame: tmp.write_text(f.to_json(), encoding="utf-8"))
+                atomic_write(json_file, lambda tmp, f=frame: tmp.write_text(f.to_json(), encoding="utf-8"))
                 files[name]["explanation"] = json_file.name
         meta = {**self.metadata, "saved": {"format": format, "frames": files}}
-        _atomic_write(directory / _METADATA, lambda tmp: tmp.write_text(json.dumps(meta, indent=2, default=str)))
+        atomic_write(directory / _METADATA, lambda tmp: tmp.write_text(json.dumps(meta, indent=2, default=str)))
         return directory
 
     @classmethod
@@ -407,8 +407,3 @@ def _is_explanation(frame) -> bool:
     from ..explanation import Explanation
 
     return isinstance(frame, Explanation)
-
-
-def _atomic_write(path: Path, write) -> None:
-    """``write(tmp)`` to a temporary sibling of ``path``, then rename it over ``path`` (errors name ``path``)."""
-    atomic_write(path, write)
