@@ -498,12 +498,17 @@ def plans_for(args) -> list:
 
 
 def main(argv=None) -> dict:
-    """Run the reproduction; one run at a time writes ``--output`` (a second one stops, naming the holder's pid)."""
+    """Run the reproduction; one run at a time writes ``--output`` (a second one stops, naming the holder's pid).
+
+    Warnings are one ``warning: <message> [<Category>]`` line each on stderr, as in the ``fmmlearn`` command:
+    a corrupt or stale cache entry that is recomputed is one such ``[CacheWarning]`` line naming it.
+    """
     from fmmlearn._files import directory_lock
+    from fmmlearn._warnings import command_line_warnings
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
-    with directory_lock(args.output, option="--output") as out:
+    with directory_lock(args.output, option="--output") as out, command_line_warnings():
         return reproduce(args, argv, out)
 
 

@@ -41,7 +41,12 @@ class TruncationWarning(UserWarning):
 
 
 class CacheWarning(UserWarning):
-    """A cache entry was corrupt (truncated, altered) or stale (made by other versions); it is recomputed."""
+    """A cache entry was corrupt (truncated, altered) or stale (made by other versions); it is recomputed.
+
+    One warning per entry, naming it and why; ``fmmlearn demo`` prints it as one ``warning: ...
+    [CacheWarning]`` line on stderr.  ``-W error::fmmlearn.exceptions.CacheWarning`` makes it an error
+    that leaves the entry untouched (docs/reliability.md).
+    """
 
 
 class DirectoryInUseError(OSError):
