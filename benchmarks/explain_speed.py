@@ -52,6 +52,7 @@ from scipy.stats import spearmanr
 
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn.encoding import SEGMENT_A, collate, length_grouped_batches
+from fmmlearn.exceptions import TruncationWarning
 from fmmlearn.explanation import explain_encoded
 from fmmlearn.importance._utils import plan_chunks
 from fmmlearn.masking import eligible_positions
@@ -375,7 +376,7 @@ def main(argv=None):
     tweet_enc = clf.encode(tweets)
     tweet_targets = np.searchsorted(clf.classes_, tweet_labels)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the truncation warning is expected
+        warnings.simplefilter("ignore", TruncationWarning)  # the truncation warning is expected
         news_enc = clf.encode(load_news(50, seed=0))
     news_targets = clf.encoded_logits(news_enc).argmax(axis=1)
 

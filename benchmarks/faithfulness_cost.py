@@ -89,8 +89,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.n_train, args.n_test, args.max_epochs, args.repeats, args.max_length = 24, 8, 1, 1, 32
-    warnings.simplefilter("ignore", UserWarning)  # truncation notices
     info = machine(args.threads)
+    from fmmlearn.exceptions import TruncationWarning
+
+    warnings.simplefilter("ignore", TruncationWarning)  # truncation notices: by category, so other warnings show
     print(machine_line(info, "auto"), flush=True)
 
     from fmmlearn import FaithfulTextClassifier

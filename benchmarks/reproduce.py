@@ -148,13 +148,16 @@ def study_for(plan: Plan, args):
 
 
 def run_dataset(plan: Plan, args) -> dict:
+    from fmmlearn.exceptions import TruncationWarning
+
     study = study_for(plan, args)
     data = babi_data(plan, args.split_seed) if plan.babi else plan.name
     print(f"\n== {plan.title}: measures {', '.join(study.measures)}", flush=True)
     start = time.perf_counter()
     with warnings.catch_warnings():
-        # truncation of long texts is the plan (max_length); the study counts the truncated test texts
-        warnings.filterwarnings("ignore", message=".*truncat", category=UserWarning)
+        # truncation of long texts is the plan (max_length); the study counts the truncated test texts.
+        # Silenced by category: a CacheWarning about a truncated cache file must still be shown.
+        warnings.simplefilter("ignore", TruncationWarning)
         result = study.run(data)
     return {"plan": plan, "result": result, "seconds": time.perf_counter() - start}
 
@@ -495,12 +498,17 @@ def plans_for(args) -> list:
 
 
 def main(argv=None) -> dict:
-    """Run the reproduction; one run at a time writes ``--output`` (a second one stops, naming the holder's pid)."""
+    """Run the reproduction; one run at a time writes ``--output`` (a second one stops, naming the holder's pid).
+
+    Warnings are one ``warning: <message> [<Category>]`` line each on stderr, as in the ``fmmlearn`` command:
+    a corrupt or stale cache entry that is recomputed is one such ``[CacheWarning]`` line naming it.
+    """
     from fmmlearn._files import directory_lock
+    from fmmlearn._warnings import command_line_warnings
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
-    with directory_lock(args.output, option="--output") as out:
+    with directory_lock(args.output, option="--output") as out, command_line_warnings():
         return reproduce(args, argv, out)
 
 

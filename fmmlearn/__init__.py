@@ -18,6 +18,7 @@ _EXPORTS = {
     "DegenerateModelWarning": "fmmlearn.exceptions",
     "TruncationWarning": "fmmlearn.exceptions",
     "CacheWarning": "fmmlearn.exceptions",
+    "UncertifiedErasureWarning": "fmmlearn.exceptions",
     "FittedClassifier": "fmmlearn._protocols",
     "MaSF": "fmmlearn.ood",
     "InDistributionReport": "fmmlearn.ood",

@@ -10,10 +10,14 @@
   curve of a report, say) is shown once.
 * :func:`single_class_note` says whether predictions collapsed to one class,
   the usual reason why a model's faithfulness cannot be measured.
+* :func:`command_line_warnings` shows warnings as one ``warning: <message>
+  [<Category>]`` line each on stderr and honours ``-W`` options that name
+  fmmlearn's classes (the ``fmmlearn`` command, ``benchmarks/reproduce.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 from dataclasses import dataclass, field
@@ -26,7 +30,7 @@ from sklearn.utils import _param_validation
 
 from .exceptions import TruncationWarning
 
-__all__ = ["record_truncation", "reports_truncation_once", "single_class_note", "warn"]
+__all__ = ["command_line_warnings", "record_truncation", "reports_truncation_once", "single_class_note", "warn"]
 
 #: Frames that warnings skip: fmmlearn's own files, and scikit-learn's ``validate_params`` wrapper
 #: around fmmlearn's public functions.
@@ -61,6 +65,62 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
         warnings.warn(message, category, skip_file_prefixes=_SKIPPED)
     else:  # Python 3.11 has no skip_file_prefixes: count the package's frames
         warnings.warn(message, category, stacklevel=_user_stacklevel())
+
+
+def _show_one_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """:func:`warnings.showwarning` as one ``warning: <message> [<Category>]`` line, clear of progress bars."""
+    stream = sys.stderr if file is None else file
+    if stream is None:  # no stderr (pythonw): nowhere to show it, as warnings.showwarning does
+        return
+    from tqdm import tqdm
+
+    try:  # tqdm.write clears the progress bars on that stream and redraws them below the line
+        tqdm.write(f"warning: {message} [{category.__name__}]", file=stream)
+        stream.flush()
+    except OSError:  # stderr closed: a warning must not fail the run
+        pass
+
+
+def _apply_warning_options(options) -> None:
+    """Apply the ``-W`` and ``PYTHONWARNINGS`` options again, now that their fmmlearn classes can be imported.
+
+    Python reads them as it starts, before ``site`` puts fmmlearn on the path, and ignores one that
+    names a class of a package (``Invalid -W option ignored: invalid module name: 'fmmlearn.exceptions'``).
+    All are applied again in their order, so the last one still wins; only a bad one naming an fmmlearn
+    class is reported (Python reported the others).
+    """
+    setoption = getattr(warnings, "_setoption", None)  # Python's own reader of -W options
+    if setoption is None:
+        return
+    for option in options:
+        try:
+            setoption(option)
+        except warnings._OptionError as exc:
+            fields = option.split(":")
+            if len(fields) > 2 and fields[2].strip().startswith("fmmlearn."):
+                print(f"Invalid -W option ignored: {exc}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def command_line_warnings(options=None):
+    """The warnings of a command: ``-W error::fmmlearn.exceptions.CacheWarning`` honoured, each shown as one line.
+
+    The filters (``-W``, ``PYTHONWARNINGS``, :func:`warnings.simplefilter`) still decide what is shown
+    or raised; the options that name an fmmlearn class, which Python itself could not apply, are
+    applied here.  What passes is shown as one ``warning: <message> [<Category>]`` line on stderr:
+    no source line of the library, and a line that no progress bar swallows.  It replaces
+    :func:`warnings.showwarning`, so the lines reach ``sys.stderr`` also where a test runner records
+    warnings.  Filters and display are restored when the block ends.
+
+    Parameters
+    ----------
+    options : list of str, optional
+        Warning options in ``-W`` syntax; default ``sys.warnoptions`` (``-W`` and ``PYTHONWARNINGS``).
+    """
+    with warnings.catch_warnings():
+        _apply_warning_options(sys.warnoptions if options is None else options)
+        warnings.showwarning = _show_one_line
+        yield
 
 
 # --------------------------------------------------------------------------- truncation, once per call

@@ -5,11 +5,20 @@ from __future__ import annotations
 from sklearn.exceptions import ConvergenceWarning
 
 __all__ = ["CacheWarning", "DegenerateModelWarning", "DirectoryInUseError", "ExplainerError", "FaithfulnessWarning",
-           "JobInterrupted", "TruncationWarning"]
+           "JobInterrupted", "TruncationWarning", "UncertifiedErasureWarning"]
 
 
 class FaithfulnessWarning(UserWarning):
     """A faithfulness number could not be formed (e.g. a flat random curve); the result is NaN."""
+
+
+class UncertifiedErasureWarning(FaithfulnessWarning):
+    """Erasure metrics were computed without ``X_calib`` or a fitted ``masf``: nothing is certified in-distribution.
+
+    Their ``ood_share`` is NaN and ``valid`` is ``<NA>`` (docs/erasure.md).  A subclass of
+    :class:`FaithfulnessWarning`, so filters of that warning cover this one too; its own category lets
+    a caller that knows it gave no calibration silence it alone.
+    """
 
 
 class DegenerateModelWarning(ConvergenceWarning):
@@ -22,11 +31,22 @@ class DegenerateModelWarning(ConvergenceWarning):
 
 
 class TruncationWarning(UserWarning):
-    """Inputs longer than ``max_length`` were truncated; raised once per call, naming them."""
+    """Inputs longer than ``max_length`` were truncated; raised once per call, naming them.
+
+    A :class:`UserWarning`, so existing filters of that category cover it.  Silence it by its category
+    (``warnings.simplefilter("ignore", TruncationWarning)``), never by a pattern of its message, which
+    would also hide other warnings that mention truncation, such as a :class:`CacheWarning` about a
+    truncated cache file.
+    """
 
 
 class CacheWarning(UserWarning):
-    """A cache entry was corrupt (truncated, altered) or stale (made by other versions); it is recomputed."""
+    """A cache entry was corrupt (truncated, altered) or stale (made by other versions); it is recomputed.
+
+    One warning per entry, naming it and why; ``fmmlearn demo`` prints it as one ``warning: ...
+    [CacheWarning]`` line on stderr.  ``-W error::fmmlearn.exceptions.CacheWarning`` makes it an error
+    that leaves the entry untouched (docs/reliability.md).
+    """
 
 
 class DirectoryInUseError(OSError):

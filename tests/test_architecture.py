@@ -8,6 +8,9 @@
   lines not counted), no function body over 120.
 * every warning goes through ``fmmlearn._warnings.warn`` (attributed to the user's line, shown once
   per call): no direct ``warnings.warn`` elsewhere.
+* warnings are silenced by their category, never by a pattern of their message: no
+  ``filterwarnings``/``simplefilter`` with ``message=`` in the package or the benchmarks (a pattern
+  such as ``".*truncat"`` hid the ``CacheWarning`` of a truncated cache file).
 
 Module-level and function-level imports count alike, so a lazy import inside a function is
 seen too.
@@ -243,6 +246,48 @@ def test_every_warning_goes_through_the_one_helper():
                            + ", ".join(offenders))
 
 
+#: Warning filters by message allowed, and why: ``(path relative to the repository, the line's text) -> reason``.
+#: Only for a third-party warning that has no category of its own (none needed so far).
+MESSAGE_FILTERS: dict = {}
+
+#: The sources whose warning filters are checked: the package and the benchmarks (benchmarks/reproduce.py).
+FILTERED_SOURCES = [*SOURCES, *sorted((PACKAGE.parent / "benchmarks").glob("*.py"))]
+
+
+def _message_filters(source: str) -> list:
+    """``(line, call)`` of every ``filterwarnings``/``simplefilter`` call that filters by message.
+
+    The message is ``message=`` or, for ``filterwarnings``, its second positional argument (unless an
+    empty string, which matches every message); ``warnings.filterwarnings(...)`` and a bare
+    ``filterwarnings(...)`` imported from :mod:`warnings` count alike.
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name not in ("filterwarnings", "simplefilter"):
+            continue
+        positional = node.args[1:2] if name == "filterwarnings" else []
+        by_message = any(k.arg == "message" for k in node.keywords) or any(
+            not (isinstance(arg, ast.Constant) and arg.value == "") for arg in positional)
+        if by_message:
+            found.append((node.lineno, name))
+    return found
+
+
+def test_warnings_are_silenced_by_category_never_by_message():
+    root = PACKAGE.parent
+    offenders = []
+    for path in FILTERED_SOURCES:
+        source = path.read_text(encoding="utf-8")
+        lines, relative = source.splitlines(), str(path.relative_to(root))
+        offenders += [f"{relative}:{line} {call}" for line, call in _message_filters(source)
+                      if (relative, lines[line - 1].strip()) not in MESSAGE_FILTERS]
+    assert not offenders, ("silence a warning by its category (fmmlearn.exceptions has one per kind, e.g. "
+                           "TruncationWarning), not by a pattern of its message: " + ", ".join(offenders))
+
+
 #: Tokenizer methods that turn text into ids or ids into text.
 _TEXT_METHODS = {"encode", "encode_plus", "batch_encode_plus", "decode", "batch_decode", "convert_tokens_to_string",
                  "__call__"}
@@ -320,6 +365,17 @@ def test_the_warning_reader_sees_direct_calls_and_imports():
     source = ("import warnings\nfrom warnings import warn\nfrom .._warnings import warn as w\n"
               "warnings.warn('x', UserWarning, stacklevel=2)\nw('fine')\nwarnings.catch_warnings()\n")
     assert _direct_warnings(source) == [(2, "from warnings import"), (4, "warn")]
+
+
+def test_the_filter_reader_sees_filters_by_message():
+    source = ("import warnings\nfrom warnings import filterwarnings\n"
+              "warnings.filterwarnings('ignore', message='.*truncat', category=UserWarning)\n"
+              "filterwarnings('ignore', '.*longer than max_length.*')\n"
+              "warnings.simplefilter('ignore', message='x')\n"
+              "warnings.simplefilter('ignore', TruncationWarning)\n"
+              "warnings.filterwarnings('ignore', category=FutureWarning, module='peft')\n"
+              "warnings.filterwarnings('ignore', '', FutureWarning)\n")
+    assert _message_filters(source) == [(3, "filterwarnings"), (4, "filterwarnings"), (5, "simplefilter")]
 
 
 def test_the_cycle_finder_sees_a_circle_inside_one_layer():

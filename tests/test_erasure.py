@@ -32,7 +32,7 @@ from helpers.data import make_sentiment
 from helpers.faithfulness import BagClassifier, LinearBag, WrappedClassifier
 
 # Most tests here pass no calibration data on purpose; the warning that says so is tested once.
-pytestmark = pytest.mark.filterwarnings("ignore:no X_calib or fitted masf:fmmlearn.exceptions.FaithfulnessWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::fmmlearn.exceptions.UncertifiedErasureWarning")
 
 K4 = (0.25, 0.5, 0.75, 1.0)
 

@@ -120,6 +120,36 @@ def test_rerun_is_served_from_the_cache(reproduce, run):
     pd.testing.assert_frame_equal(again["claims"], run[0]["claims"])
 
 
+def test_a_bad_cache_entry_is_one_line_on_stderr_and_recomputed(reproduce, run, tmp_path, capsys):
+    import shutil
+    import warnings
+
+    from fmmlearn.exceptions import CacheWarning
+    from helpers.tiny_study import damage_entry
+
+    _, root, argv, _ = run
+    shutil.copytree(root / "cache", tmp_path / "cache")
+    entry = sorted(p for p in (tmp_path / "cache" / "tweets" / "stages" / "faithfulness").iterdir()
+                   if not p.name.startswith("."))[0]
+    damage_entry(entry, "truncated")
+    moved = {"--output": tmp_path / "out", "--cache-dir": tmp_path / "cache", "--doc": tmp_path / "doc.md"}
+    (tmp_path / "doc.md").write_text(PAGE)
+    again = list(argv)
+    for option, value in moved.items():
+        again[again.index(option) + 1] = str(value)
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        # this module ignores UserWarnings; the script's users do not, and a repeated report would show
+        warnings.simplefilter("always", CacheWarning)
+        out = reproduce.main(again)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "CacheWarning" in line]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"warning: cache entry {entry} (stage 'faithfulness') is corrupt: the checksum of ")
+    assert lines[0].endswith("; recomputing it. [CacheWarning]")
+    timings = [r["result"].timings for r in out["runs"]]
+    assert sum((~t.loc[t["stage"] == "faithfulness", "cached"]).sum() for t in timings) == 1
+
+
 # --------------------------------------------------------------------------- the claim rules on hand-made tables
 
 

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from helpers.data import make_sentiment
+from helpers.tiny_study import FAULTS, damage_entry
 from fmmlearn.exceptions import CacheWarning
 from fmmlearn.explanation import Explanation
 from fmmlearn.ood import MaSF
@@ -141,7 +142,7 @@ def test_an_intact_cache_is_read_without_a_word(tiny_model_dir, cached_run):
     _same(result, again)
 
 
-@pytest.mark.parametrize("fault", ["bit flip", "truncated", "missing file", "stale"])
+@pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_a_bad_entry_is_reported_in_one_line_and_recomputed(tiny_model_dir, cached_run, tmp_path, fault):
     import shutil
 
@@ -149,25 +150,12 @@ def test_a_bad_entry_is_reported_in_one_line_and_recomputed(tiny_model_dir, cach
     cache = tmp_path / "cache"
     shutil.copytree(original, cache)
     entry = _faithfulness_entries(cache)[0]
-    array = sorted(entry.glob("a*.npy"))[0]
-    if fault == "bit flip":
-        data_bytes = bytearray(array.read_bytes())
-        data_bytes[len(data_bytes) // 2] ^= 0x10
-        array.write_bytes(bytes(data_bytes))
-    elif fault == "truncated":
-        array.write_bytes(array.read_bytes()[:40])
-    elif fault == "missing file":
-        array.unlink()
-    else:  # made by another torch
-        manifest = json.loads((entry / "manifest.json").read_text())
-        manifest["versions"]["torch"] = "1.0.0"
-        (entry / "manifest.json").write_text(json.dumps(manifest))
+    damage_entry(entry, fault)
     again, said = _rerun(tiny_model_dir, cache, data)
     assert len(said) == 1
     message = str(said[0].message)
     assert str(entry) in message and "\n" not in message and "recomputing" in message
-    expected = {"bit flip": "checksum", "truncated": "checksum", "missing file": "missing", "stale": "torch 1.0.0"}
-    assert expected[fault] in message
+    assert FAULTS[fault] in message
     rows = again.timings[again.timings["stage"] == "faithfulness"]
     assert (~rows["cached"]).sum() == 1  # that entry alone was computed again
     _same(result, again)
@@ -234,3 +222,83 @@ def test_leftovers_of_a_killed_writer_are_removed_when_old_and_kept_while_fresh(
         os.utime(directory, (time.time() - 2 * 3600,) * 2)
     StageCache(tmp_path)
     assert [d.exists() for d in old] == [False, False, False] and fresh.exists()
+
+
+# --------------------------------------------------------------------------- fmmlearn demo: one line per bad entry
+
+#: The smallest demo: the tiny model, few texts, one costly measure, no budget for more texts.
+DEMO = ["--quick", "--measures", "rand", "inp-grad-sign", "--n-train", "40", "--n-valid", "30", "--n-test", "16",
+        "--budget", "0", "--device", "cpu", "-q"]
+
+
+@pytest.fixture(scope="module")
+def demo_output(tiny_model_dir, tmp_path_factory):
+    """The output directory (report, results, cache) of one ``fmmlearn demo`` run; tests damage copies of it."""
+    from fmmlearn.cli import main
+
+    output = tmp_path_factory.mktemp("demo") / "demo"
+    assert main(["demo", "--model", tiny_model_dir, "--output", str(output), *DEMO]) == 0
+    return output
+
+
+def _cache_lines(err: str) -> list:
+    return [line for line in err.splitlines() if "CacheWarning" in line]
+
+
+def _line_of(entry, fault) -> str:
+    """The start of the one line that reports ``entry``."""
+    return f"warning: cache entry {entry} (stage 'faithfulness') is {'made with' if fault == 'stale' else 'corrupt:'} "
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_the_demo_prints_one_line_for_each_bad_entry_it_recomputes(tiny_model_dir, demo_output, tmp_path, capsys,
+                                                                  fault):
+    import shutil
+
+    from fmmlearn.cli import main
+    from fmmlearn.study import StudyResult
+
+    output = tmp_path / "demo"
+    shutil.copytree(demo_output, output)
+    entry = _faithfulness_entries(output / "cache")[0]
+    damage_entry(entry, fault)
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", CacheWarning)  # a second report of the entry would show too
+        assert main(["demo", "--model", tiny_model_dir, "--output", str(output), *DEMO]) == 0
+    lines = _cache_lines(capsys.readouterr().err)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(_line_of(entry, fault)) and FAULTS[fault] in lines[0]
+    assert lines[0].endswith("; recomputing it. [CacheWarning]")
+    timings = StudyResult.load(output / "results").timings
+    assert (~timings.loc[timings["stage"] == "faithfulness", "cached"]).sum() == 1  # that entry alone, again
+
+
+def test_the_demo_command_shows_the_line_and_w_error_stops_at_the_entry(tiny_model_dir, demo_output, tmp_path):
+    """The issue's run, as a user types it: the demo's own filters and Python's ``-W`` in a fresh interpreter."""
+    import shutil
+    import subprocess
+    import sys
+
+    from helpers.tiny_study import process_env
+
+    output = tmp_path / "demo"
+    shutil.copytree(demo_output, output)
+    entry = _faithfulness_entries(output / "cache")[0]
+    damage_entry(entry, "truncated")
+    damaged = {p.name: p.read_bytes() for p in entry.iterdir()}
+    demo = ["-m", "fmmlearn", "demo", "--model", tiny_model_dir, "--output", str(output), *DEMO]
+
+    def run(*options):
+        return subprocess.run([sys.executable, *options, *demo], env=process_env(), cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600)
+
+    stopped = run("-W", "error::fmmlearn.exceptions.CacheWarning")
+    assert stopped.returncode == 2, stopped.stderr
+    assert f"error: cache entry {entry} (stage 'faithfulness') is corrupt: the checksum of" in stopped.stderr
+    assert {p.name: p.read_bytes() for p in entry.iterdir()} == damaged  # left as it was, to be looked at
+    shown = run("-W", "always")  # every warning shown, repeats too
+    assert shown.returncode == 0, shown.stderr
+    lines = _cache_lines(shown.stderr)
+    assert len(lines) == 1 and lines[0].startswith(_line_of(entry, "truncated")), shown.stderr
+    assert (entry / "manifest.json").is_file() and {p.name: p.read_bytes() for p in entry.iterdir()} != damaged

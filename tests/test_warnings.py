@@ -228,3 +228,26 @@ def test_saving_shows_no_transformers_progress_bar(fitted_tiny, tmp_path, capfd)
     fitted_tiny.save(tmp_path / "model")
     out, err = capfd.readouterr()
     assert "Writing model shards" not in err + out and (tmp_path / "model").is_dir()
+
+
+# --------------------------------------------------------------------------- warnings of a command
+
+
+def test_a_commands_warnings_are_one_line_and_its_w_options_name_fmmlearns_classes(capsys):
+    from fmmlearn._warnings import command_line_warnings
+    from fmmlearn.exceptions import CacheWarning
+
+    with command_line_warnings([]):
+        warn("cache entry x is stale; recomputing it.", CacheWarning)
+    assert capsys.readouterr().err == "warning: cache entry x is stale; recomputing it. [CacheWarning]\n"
+    with command_line_warnings(["error::fmmlearn.exceptions.CacheWarning"]), pytest.raises(CacheWarning):
+        warn("cache entry y is stale; recomputing it.", CacheWarning)
+    with command_line_warnings(["error::fmmlearn.CacheWarning", "ignore::UserWarning"]):
+        warn("cache entry z is stale; recomputing it.", CacheWarning)  # the last option wins, as in Python
+    with command_line_warnings(["error::fmmlearn.exceptions.NoSuchWarning", "error::no.such.Module"]):
+        pass
+    assert capsys.readouterr().err == ("Invalid -W option ignored: unknown warning category: "
+                                       "'fmmlearn.exceptions.NoSuchWarning'\n")  # Python reported the other
+    with pytest.warns(CacheWarning, match="entry w"):  # the filters and display are back
+        warn("cache entry w is stale; recomputing it.", CacheWarning)
+    assert capsys.readouterr().err == ""

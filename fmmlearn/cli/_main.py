@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import sys
-import warnings
 
 from . import demo, explain, faithfulness, fit, info, ood, predict
 from ._options import HelpFormatter
@@ -61,6 +60,8 @@ def _is_user_error(error: BaseException) -> bool:
     """Errors a user can fix (bad files, columns, arguments), shown as one line instead of a traceback."""
     if isinstance(error, (ValueError, TypeError, OSError, KeyError)):  # pandas/pyarrow parse errors are ValueErrors
         return True
+    if isinstance(error, Warning):  # a warning made an error by the user (-W error::fmmlearn.exceptions.CacheWarning)
+        return True
     if isinstance(error, ImportError) and "pip install" in str(error):  # a missing extra, with the command to fix it
         return True
     arrow = sys.modules.get("pyarrow")
@@ -83,20 +84,11 @@ def _interrupted(args, error: BaseException) -> str:
 
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split())
+    if isinstance(error, Warning):  # its text says what would have come next ("recomputing it"): say it did not
+        return f"{text} [{type(error).__name__}, an error by a warning filter: the run stopped here]"
     if isinstance(error, KeyError) or not text:
         return f"{type(error).__name__}: {text}"
     return text
-
-
-@contextlib.contextmanager
-def _terminal_warnings():
-    """Show warnings as ``warning: <message> [<Category>]`` lines (no source line of the library)."""
-    formatter = warnings.formatwarning
-    warnings.formatwarning = lambda message, category, *_args, **_kwargs: f"warning: {message} [{category.__name__}]\n"
-    try:
-        yield
-    finally:
-        warnings.formatwarning = formatter
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,11 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         after SIGTERM (one ``error: interrupted by ...`` line).
     """
     from .._signals import exit_status, signals_as_interrupts
+    from .._warnings import command_line_warnings
 
     args = build_parser().parse_args(argv)
     as_json, stdout = getattr(args, "json", False), sys.stdout
     try:
-        with signals_as_interrupts(), _terminal_warnings(), \
+        with signals_as_interrupts(), command_line_warnings(), \
                 contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
             result = args.func(args)
     except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM: one line, the shell's status (130, 143)

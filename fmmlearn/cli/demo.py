@@ -100,6 +100,7 @@ def run(args) -> dict:
 
 
 def _run_locked(args, output) -> dict:
+    from ..exceptions import TruncationWarning
     from ..study import FaithfulnessStudy
 
     preset = DEMO_PRESETS["quick" if args.quick else "full"]
@@ -122,7 +123,8 @@ def _run_locked(args, output) -> dict:
         cluster = dask_backend(args.dask_scheduler)
     with warnings.catch_warnings(), cluster:
         # Long tweets are cut to max_length=48 tokens; the report counts them instead of a warning per stage.
-        warnings.filterwarnings("ignore", message=".*truncat", category=UserWarning)
+        # Silenced by category: a CacheWarning about a truncated cache file must still be shown.
+        warnings.simplefilter("ignore", TruncationWarning)
         result = study.run("tweets")
     results_dir = result.save(output / "results", format="parquet" if has_parquet() else "csv")
     report = output / "report.html"

@@ -37,7 +37,7 @@ from .._random import derive_seed, resolve_seed
 from .._validation import SEGMENTS, StrictInterval, positive_int
 from .._warnings import reports_truncation_once, warn
 from ..encoding import Encoding
-from ..exceptions import FaithfulnessWarning
+from ..exceptions import FaithfulnessWarning, UncertifiedErasureWarning
 from ..explainer_masking import eligible_masks, finite_scores
 from ..explanation import explain_encoded
 from ..importance import get_measure
@@ -487,7 +487,8 @@ def erasure_metrics(
         A fitted MaSF (from this classifier's calibration features), or an
         unfitted one to fit on ``X_calib`` (e.g. ``MaSF(calibration="reference")``).
         Without ``X_calib`` and ``masf`` nothing is certified: ``ood_share`` is
-        NaN and ``valid`` is ``<NA>``, with a :class:`FaithfulnessWarning`.
+        NaN and ``valid`` is ``<NA>``, with an :class:`~fmmlearn.exceptions.UncertifiedErasureWarning`
+        (a :class:`FaithfulnessWarning`).
     alpha : float, default=0.05
         MaSF level: a perturbed input with ``p < alpha`` counts as out of distribution.
     max_invalid_factor : float, default=2.0
@@ -552,7 +553,7 @@ def erasure_metrics(
     if not certified:
         warn("no X_calib or fitted masf: the erasure metrics are not certified in-distribution "
              "(ood_share is NaN, valid is <NA>). Perturbed inputs are often out of distribution for a "
-             "model fine-tuned without masking; see docs/erasure.md.", FaithfulnessWarning)
+             "model fine-tuned without masking; see docs/erasure.md.", UncertifiedErasureWarning)
     elif calib is None:
         _check_resolution(masf, alpha)
 

@@ -1,4 +1,5 @@
-"""A tiny study run as its own process, for the fault tests (tests/test_concurrency.py, tests/test_interrupts.py).
+"""A tiny study run as its own process, for the fault tests (tests/test_concurrency.py, tests/test_interrupts.py,
+tests/test_study_cache.py).
 
 ``python -m helpers.tiny_study MODEL_DIR CACHE OUT`` runs a small plain-vs-masked study of a tiny random
 model on toy data with ``cache_dir=CACHE``, saves its frames to ``OUT/results`` (CSV) and its report to
@@ -16,6 +17,9 @@ Fault injection (the test's, not the library's): ``TINY_STUDY_KILL=POINT:N`` sen
 ``TINY_STUDY_SLOW=SECONDS`` sleeps that long at each curve step (to give a signal time to arrive), and
 ``TINY_STUDY_SIGNAL=POINT:N`` prints ``reached`` (flushed) at the N-th ``POINT`` instead of killing, so a
 test can send a signal from outside while the study is inside it.
+
+:func:`damage_entry` damages one cache entry by one of :data:`FAULTS` (a flipped byte, a truncated or
+missing file, another version's manifest), for the tests of the cache's reports.
 """
 
 from __future__ import annotations
@@ -70,6 +74,35 @@ def assert_same_results(a, b) -> None:
         timing = [c for c in left.columns if "seconds" in c]
         pd.testing.assert_frame_equal(left.drop(columns=timing), right.drop(columns=timing), check_exact=True,
                                       obj=name)
+
+
+#: The faults :func:`damage_entry` makes, and a word the cache's report of each must hold.
+FAULTS = {"bit flip": "checksum", "truncated": "checksum", "missing file": "missing", "stale": "torch 1.0.0"}
+
+
+def damage_entry(entry, fault: str) -> None:
+    """Damage the first array file of the cache ``entry`` by ``fault`` (a key of :data:`FAULTS`).
+
+    ``"stale"`` leaves the files intact and records another torch version in the manifest.
+    """
+    import json
+
+    entry = Path(entry)
+    array = sorted(entry.glob("a*.npy"))[0]
+    if fault == "bit flip":
+        data_bytes = bytearray(array.read_bytes())
+        data_bytes[len(data_bytes) // 2] ^= 0x10
+        array.write_bytes(bytes(data_bytes))
+    elif fault == "truncated":
+        array.write_bytes(array.read_bytes()[:40])
+    elif fault == "missing file":
+        array.unlink()
+    elif fault == "stale":  # made by another torch
+        manifest = json.loads((entry / "manifest.json").read_text())
+        manifest["versions"]["torch"] = "1.0.0"
+        (entry / "manifest.json").write_text(json.dumps(manifest))
+    else:
+        raise ValueError(f"fault must be one of {sorted(FAULTS)}, got {fault!r}")
 
 
 def study(model_dir, cache):

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..._warnings import warn
-from ...exceptions import FaithfulnessWarning
+from ...exceptions import FaithfulnessWarning, UncertifiedErasureWarning
 from .._names import model_label
 from .._pipeline import Job, Stage
 from ._common import test_key
@@ -88,7 +88,7 @@ class ErasureStage(Stage):
         masf = job.data["masf"]
         with warnings.catch_warnings():
             if masf is None:  # the stage says once, and why, that nothing is certified
-                warnings.filterwarnings("ignore", message="no X_calib or fitted masf", category=FaithfulnessWarning)
+                warnings.simplefilter("ignore", UncertifiedErasureWarning)
             report = erasure_metrics(clf, [sp.X_test[i] for i in idx], sp.y_test[idx].tolist(), method,
                                      k=list(settings.erasure_k), removal="mask", segment=settings.segment, masf=masf,
                                      alpha=ERASURE_ALPHA, max_invalid_factor=ERASURE_MAX_INVALID_FACTOR,
