@@ -78,6 +78,8 @@ def claim_2(tables, rules) -> list:
         plain, masked = part.loc["plain"], part.loc["masked"]
         note = (f"plain {plain['flagged']:.1%} flagged ({plain['verdict']}), masked {masked['flagged']:.1%} "
                 f"({masked['verdict']}); null shares {plain['expected']:.1%} / {masked['expected']:.1%}")
+        if "power" in part.columns:  # rules version 2: the power against the matched control
+            note += f"; power against the matched control {plain['power']:.0%} / {masked['power']:.0%}"
         if not (bool(plain["counted"]) and bool(masked["counted"])):
             verdict = "inconclusive"
             note += "; a model has no counted fit"

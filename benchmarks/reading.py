@@ -76,8 +76,9 @@ def _reading_2(tables, claims) -> str:
     for r in rows.itertuples():
         v = verdicts[verdicts["dataset"] == r.dataset].set_index("model") if len(verdicts) else pd.DataFrame()
         controls = "; ".join(
-            f"{m}: negative control {_pct(v.loc[m, 'negative_share'])}, positive control "
-            f"{_pct(v.loc[m, 'positive_share'])}" for m in ("plain", "masked") if m in v.index)
+            f"{m}: power against the matched control {_pct(v.loc[m, 'power'])}, negative control "
+            f"{_pct(v.loc[m, 'negative_share'])}, random tokens {_pct(v.loc[m, 'random_share'])}"
+            for m in ("plain", "masked") if m in v.index)
         parts.append(f"on {r.dataset}: **{r.verdict}** ({r.note}; {controls})")
     return f"**Claim 2: {overall.verdict}.** " + "; ".join(parts) + "."
 

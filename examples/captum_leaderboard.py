@@ -22,6 +22,7 @@ from pathlib import Path
 
 from captum.attr import FeatureAblation, InputXGradient, IntegratedGradients, KernelShap, Saliency
 
+from fmmlearn import TruncationWarning
 from fmmlearn.importance import CaptumExplainer
 from fmmlearn.study import FaithfulnessStudy
 
@@ -37,7 +38,7 @@ MEASURES = [
 
 def main(out: Path) -> None:
     start = time.perf_counter()
-    warnings.filterwarnings("ignore", message=".*longer than max_length.*")  # long tweets are cut (and marked)
+    warnings.simplefilter("ignore", TruncationWarning)  # long tweets are cut (and marked)
     study = FaithfulnessStudy(
         "minilm", masking_ratios=(1.0,), measures=MEASURES, seeds=(0,),
         n_train=500, n_valid=60, n_test=40, costly_examples=24, n_baseline=2, erasure=None, n_explain=0,

@@ -19,10 +19,10 @@ import warnings
 import matplotlib.pyplot as plt
 from sklearn.model_selection import train_test_split
 
-from fmmlearn import FaithfulTextClassifier, erasure_metrics, plot_erasure
+from fmmlearn import FaithfulTextClassifier, TruncationWarning, erasure_metrics, plot_erasure
 from fmmlearn.datasets import load_tweet_sentiment
 
-warnings.filterwarnings("ignore", message=".*longer than max_length.*")
+warnings.simplefilter("ignore", TruncationWarning)
 tweets = load_tweet_sentiment(n_samples=260, random_state=0)
 X_train, X_rest, y_train, y_rest = train_test_split(
     tweets.data, tweets.target, train_size=160, stratify=tweets.target, random_state=0

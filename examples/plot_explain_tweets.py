@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
-from fmmlearn import FaithfulTextClassifier, explain
+from fmmlearn import FaithfulTextClassifier, TruncationWarning, explain
 from fmmlearn.datasets import load_tweet_sentiment
 
-warnings.filterwarnings("ignore", message=".*longer than max_length.*")  # long tweets are cut (and marked)
+warnings.simplefilter("ignore", TruncationWarning)  # long tweets are cut (and marked)
 tweets = load_tweet_sentiment(n_samples=200, random_state=0)  # a stratified, shuffled sample
 X_train, X_test, y_train, y_test = train_test_split(
     tweets.data, tweets.target, test_size=40, stratify=tweets.target, random_state=0

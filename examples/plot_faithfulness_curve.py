@@ -21,10 +21,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
-from fmmlearn import FaithfulTextClassifier, acu, faithfulness_curve, plot_faithfulness, racu, random_masking_curve
+from fmmlearn import FaithfulTextClassifier, TruncationWarning, acu, faithfulness_curve, plot_faithfulness, racu, random_masking_curve
 from fmmlearn.datasets import load_tweet_sentiment
 
-warnings.filterwarnings("ignore", message=".*longer than max_length.*")
+warnings.simplefilter("ignore", TruncationWarning)
 tweets = load_tweet_sentiment(n_samples=200, random_state=0)
 X_train, X_test, y_train, y_test = train_test_split(
     tweets.data, tweets.target, test_size=40, stratify=tweets.target, random_state=0

@@ -18,10 +18,10 @@ import warnings
 import matplotlib.pyplot as plt
 from sklearn.model_selection import train_test_split
 
-from fmmlearn import FaithfulTextClassifier, in_distribution_report, plot_in_distribution
+from fmmlearn import FaithfulTextClassifier, TruncationWarning, in_distribution_report, plot_in_distribution
 from fmmlearn.datasets import load_tweet_sentiment
 
-warnings.filterwarnings("ignore", message=".*longer than max_length.*")
+warnings.simplefilter("ignore", TruncationWarning)  # a few long tweets are cut
 tweets = load_tweet_sentiment(n_samples=260, random_state=0)
 X_train, X_rest, y_train, y_rest = train_test_split(
     tweets.data, tweets.target, train_size=160, stratify=tweets.target, random_state=0

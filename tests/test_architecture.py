@@ -250,8 +250,10 @@ def test_every_warning_goes_through_the_one_helper():
 #: Only for a third-party warning that has no category of its own (none needed so far).
 MESSAGE_FILTERS: dict = {}
 
-#: The sources whose warning filters are checked: the package and the benchmarks (benchmarks/reproduce.py).
-FILTERED_SOURCES = [*SOURCES, *sorted((PACKAGE.parent / "benchmarks").glob("*.py"))]
+#: The sources whose warning filters are checked: the package, the benchmarks (benchmarks/reproduce.py) and the
+#: gallery examples (users copy them).
+FILTERED_SOURCES = [*SOURCES, *sorted((PACKAGE.parent / "benchmarks").glob("*.py")),
+                    *sorted((PACKAGE.parent / "examples").glob("*.py"))]
 
 
 def _message_filters(source: str) -> list:

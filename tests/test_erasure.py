@@ -300,7 +300,7 @@ def test_uncertified_without_calibration_and_refused_when_masf_cannot_reject(toy
     assert str(report.summary["valid"].dtype) == "boolean"
     with pytest.warns(UserWarning, match="level-3 fold has only 10"):
         small = MaSF(random_state=0).fit(calibration_features(plain, X_calib[:30], random_state=0))
-    with pytest.raises(ValueError, match="no p-value falls below"):
+    with pytest.raises(ValueError, match="smallest p-value is 0.0909 .its conformal level holds 10 examples., so no"):
         erasure_metrics(plain, X_test, y_test, "loo-sign", k=0.5, masf=small)
     with pytest.raises(ValueError, match="either a fitted masf or X_calib"):
         erasure_metrics(plain, X_test, y_test, "loo-sign", masf=small, X_calib=X_calib)

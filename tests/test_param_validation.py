@@ -24,6 +24,7 @@ NOT_WRAPPED = {
     "get_measure": "registry lookup",
     "importance_measures": "registry listing",
     "load_paper_dataset": "a name checked against the registry of paper datasets",
+    "make_detector": "a name checked against the registry of detectors (or an instance, cloned)",
     # Nothing besides data to declare: a scorer's (estimator, X, y); a ratio grid (check_ratios) and a metric name.
     "faithfulness_score": "a scorer: (estimator, X, y)",
     "random_masking_curve": "a ratio grid (check_ratios) and a metric name (registry)",

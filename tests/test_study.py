@@ -17,6 +17,7 @@ from fmmlearn.metrics import vectorized_metric as score_function
 from fmmlearn.study._stats import example_ci
 from fmmlearn.study._tables import most_faithful_rows as _most_faithful_rows
 from fmmlearn.study.stages.faithfulness import baseline_seed
+from fmmlearn.ood import DEFAULT_DETECTOR
 
 # The toy validation split is small: MaSF says its p-values cannot go below 0.09 (expected here).
 pytestmark = pytest.mark.filterwarnings("ignore:The level-3 fold has only:UserWarning")
@@ -128,6 +129,64 @@ def test_every_frame_has_the_expected_rows_and_columns(study_run):
     assert {"avx2", "avx512_bf16", "amx"} <= set(meta["machine"]["cpu"]["flags"]) and meta["machine"]["cpu"]["kind"]
     assert meta["precision"]["measures"]["inp-grad-sign"] == "fp32" and meta["seeds"] == [0, 1]
     assert set(meta["stages"]) == set(stages) and meta["machine"]["torch_threads"] >= 1
+
+
+def test_the_in_distribution_stage_reports_controls_power_and_a_verdict_per_model(study_run, toy_data):
+    """docs/ood.md: the matched control at every inner ratio, the negative and random controls, the power curve."""
+    from fmmlearn.ood import fit_detector, hidden_state_features, masked_set_features, masked_test_sets, \
+        pvalue_frame, resolve_placeholder
+    from fmmlearn.study.stages.in_distribution import CONTROLS
+
+    result, cache = study_run
+    controls = result.masf_controls
+    assert len(controls) == 4 * 3  # negative, matched, random (no other-domain texts given)
+    assert set(controls["control"]) == set(CONTROLS) - {"other domain"}
+    matched = controls[controls["control"] == "matched"]
+    assert (matched["n_examples"] == 40 * 9).all()  # every test text at the 9 ratios strictly inside (0, 1)
+    curves = result.power_curves
+    assert curves.groupby(["model", "seed"])["fraction"].apply(list).map(lambda f: f == [0.25, 0.5, 1.0]).all()
+    ood = result.in_distribution
+    inner = ood["ratio"].between(0.05, 0.95)
+    assert ood.loc[inner, "matched_proportion"].notna().all() and ood.loc[~inner, "matched_proportion"].isna().all()
+    verdicts = result.in_distribution_verdicts
+    assert list(verdicts["model"]) == ["plain", "masked"] and (verdicts["detector"] == DEFAULT_DETECTOR).all()
+    assert verdicts["verdict"].isin(["in-distribution", "out of distribution", "inconclusive", "not readable"]).all()
+    np.testing.assert_allclose(verdicts["power"], verdicts["matched_share"])  # power: the matched control
+
+    # the matched control's share equals a direct computation with the public functions
+    splits = load_splits(*toy_data, n_train=100, n_valid=30, n_test=40, random_state=0)
+    clf = fitted_model(result, cache, "masked", 1)
+    detector = fit_detector(clf, DEFAULT_DETECTOR, splits.X_valid, X_train=splits.X_train, random_state=1)
+    from fmmlearn._random import derive_seed
+
+    encoding, steps = masked_test_sets(clf, splits.X_test, splits.y_test.tolist(), ratios=RATIOS,
+                                       random_state=derive_seed(1, 1))
+    steps = [(r, ids) for r, ids in steps if 0 < r < 1]
+    p = pvalue_frame(detector, masked_set_features(clf, encoding, steps, pooling=detector.pooling,
+                                                   placeholder=resolve_placeholder(clf)))
+    row = matched[(matched["model"] == "masked") & (matched["seed"] == 1)].iloc[0]
+    assert row["flagged"] == pytest.approx(np.mean(p["p"] < 0.05))
+
+
+def test_curve_examples_score_accuracy_on_every_test_text_and_mask_a_subset(tiny_model_dir, toy_data, tmp_path):
+    """Claim 1 needs thousands of test texts at one forward pass each; the masking stages take a subset."""
+    from types import SimpleNamespace
+
+    from fmmlearn.study.stages.performance import subset_order
+
+    study = tiny_study(tiny_model_dir, tmp_path, seeds=(0,), n_test=60, curve_examples=20,
+                       measures=["rand", "inp-grad-sign", "loo-sign"], max_examples={"loo-sign": 8}, erasure=None)
+    result = study.run(*toy_data)
+    assert (result.performance["n_examples"] == 60).all()
+    curves = result.curves.drop_duplicates(["model", "method", "subset"]).set_index(["model", "method"])
+    assert (curves.xs("random-masking", level="method")["n_examples"] == 20).all()
+    assert set(curves["subset"]) == {"random 20", "random 8"}
+    chosen = set(subset_order(SimpleNamespace(random_state=study.random_state), 60)[:20].tolist())
+    measured = result.outcomes.groupby(["model", "method"])["example"].apply(lambda e: set(e.tolist()))
+    assert all(measured[(model, "rand")] == chosen for model in ("plain", "masked"))
+    assert all(m <= chosen for m in measured)  # every measure on curve texts
+    assert (result.in_distribution["n_examples"] == 20).all()
+    assert (result.masf_controls.query("control == 'matched'")["n_examples"] == 20 * 9).all()
 
 
 def test_curves_equal_the_public_faithfulness_functions(study_run, toy_data):
@@ -365,22 +424,22 @@ def test_erasure_frame_has_a_row_per_model_measure_mode_and_k(erasure_run):
     assert stages["method"].tolist() == ["loo-sign", "rand"] * 2  # MaSF comes from the calibration stage
     assert (stages["forward_rows"] > 0).all()
     calibrations = result.timings[result.timings["stage"] == "calibration"]
-    assert calibrations["method"].tolist() == ["MaSF calibration"] * 2
+    assert calibrations["method"].tolist() == [f"{DEFAULT_DETECTOR} calibration"] * 2
 
 
 def test_erasure_metrics_equal_erasure_metrics_certified_by_the_in_distribution_calibration(erasure_run, toy_data):
-    """The stage is erasure_metrics with a MaSF that is exactly the one behind the in-distribution report."""
+    """The stage is erasure_metrics with the test that is exactly the one behind the in-distribution report:
+    its score fitted on the training texts, its conformal level on the validation texts (docs/ood.md)."""
     from fmmlearn.faithfulness import erasure_metrics
-    from fmmlearn.ood import MaSF, calibration_features, hidden_state_features
+    from fmmlearn.ood import fit_detector, hidden_state_features
 
     result, cache = erasure_run
     splits = load_splits(*toy_data, n_train=100, n_valid=60, n_test=40, random_state=0)
     clf = fitted_model(result, cache, "plain", 0)
-    features, groups = calibration_features(clf, splits.X_valid, random_state=0, return_groups=True)
-    masf = MaSF(random_state=0).fit(features, groups=groups)
+    masf = fit_detector(clf, DEFAULT_DETECTOR, splits.X_valid, X_train=splits.X_train, random_state=0)
 
     # the in-distribution stage's calibration: the same p-values of the clean (ratio 0) test texts
-    p = masf.pvalues(hidden_state_features(clf, splits.X_test))
+    p = masf.pvalues(hidden_state_features(clf, splits.X_test, pooling=masf.pooling))
     ood = result.in_distribution.query("model == 'plain' and ratio == 0")
     np.testing.assert_allclose(ood["proportion"], [np.mean(p < t) for t in ood["threshold"]])
 
@@ -407,19 +466,20 @@ def test_erasure_validity_is_the_flagged_share_against_twice_the_level(erasure_r
         assert total["ood_share"] == pytest.approx(pooled) and total["n_perturbed"] == at_k["n_perturbed"].sum()
 
 
-def test_a_validation_split_too_small_for_masf_leaves_erasure_unchecked_with_a_warning(study_run, tiny_model_dir,
-                                                                                      toy_data, count_fits):
+def test_a_validation_split_too_small_for_the_test_leaves_erasure_unchecked_with_a_warning(tiny_model_dir, toy_data,
+                                                                                          tmp_path):
     from fmmlearn.exceptions import FaithfulnessWarning
     from fmmlearn.study import erasure_by_model
 
-    _, cache = study_run  # 30 validation texts: MaSF's level-3 fold of 10 cannot reach p < 0.05
+    # 15 validation texts: the conformal level's smallest p-value is 1/16, so nothing can reach p < 0.05
+    study = tiny_study(tiny_model_dir, tmp_path, n_valid=15, seeds=(0,), measures=["rand", "loo-sign"],
+                       max_examples={"loo-sign": 10})
     with pytest.warns(FaithfulnessWarning, match="not certified"):
-        result = tiny_study(tiny_model_dir, cache).run(*toy_data)
-    assert count_fits == []
+        result = study.run(*toy_data)
     assert len(result.erasure) and result.erasure["valid"].isna().all() and result.erasure["ood_share"].isna().all()
     assert np.isfinite(result.erasure["mean"]).any()  # the metrics themselves are computed
     assert erasure_by_model(result)["valid"].isna().all()
-    assert "level-3 fold of 10" in result.metadata["erasure"]["unchecked"]
+    assert "a conformal level of 15 texts" in result.metadata["erasure"]["unchecked"]
     assert "not checked" in result.summary() and "Not checked:" in result.to_html()
 
 
@@ -433,7 +493,7 @@ def test_a_new_erasure_grid_refits_nothing_and_reuses_the_calibration(erasure_ru
     other = erasure_study(tiny_model_dir, cache, erasure_k=(0.3, 0.5)).run(*toy_data)
     assert count_fits == []
     timings = other.timings
-    computed = (timings["stage"] == "erasure") & (timings["method"] != "MaSF calibration")
+    computed = (timings["stage"] == "erasure") & (timings["method"] != f"{DEFAULT_DETECTOR} calibration")
     assert not timings.loc[computed, "cached"].any() and computed.sum() == 4
     assert timings.loc[~computed, "cached"].all()  # fits, the other stages and the MaSF calibrations
     assert sorted(other.erasure["k"].dropna().unique()) == [0.3, 0.5]
@@ -467,7 +527,8 @@ def test_summary_says_for_which_model_each_erasure_metric_is_valid(erasure_run):
 
     result, _ = erasure_run
     text = result.summary()
-    assert "Erasure metrics (AOPC over the top k = 20%, 50% of the tokens; valid when MaSF flags at most 10%" in text
+    assert ("Erasure metrics (AOPC over the top k = 20%, 50% of the tokens; valid when the in-distribution test flags "
+            "at most 10%") in text
     aopc = erasure_by_model(result).query("aopc and method == 'loo-sign'")
     for rec in aopc.itertuples():
         verdict = "valid" if rec.valid else "not valid"

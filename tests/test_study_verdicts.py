@@ -251,3 +251,69 @@ def test_a_spent_budget_stops_after_the_first_round_and_says_why(tiny_model_dir,
     assert rounds["stopped"].startswith("the budget (1e-06 s) would be exceeded") or "decided" in rounds["stopped"]
     assert result.metadata["subsets"]["loo-sign"]["n_examples"] == 10
     assert "Budget 1e-06 s: 1 round(s), 0 texts added" in result.summary()
+
+
+def test_the_next_round_is_sized_to_decide_the_open_comparisons():
+    """From the pilot's estimate and standard error: the texts at which the next interval would decide."""
+    from types import SimpleNamespace
+
+    from scipy.stats import norm
+
+    from fmmlearn.study.stages.faithfulness import _open_comparisons, _texts_to_decide
+
+    z = norm.ppf(0.9875)  # round 0's level, 1 - 0.05 / 2
+    row = {"kind": "measures", "model": "masked", "first": "loo-sign", "second": "int-grad-sign", "n_examples": 100,
+           "estimate": -0.02, "ci_low": -0.02 - z * 0.02, "ci_high": -0.02 + z * 0.02, "margin": 0.05,
+           "verdict": "inconclusive", "confidence_level": 0.975}
+    cheap = {**row, "first": "inp-grad-sign", "second": "grad-l2"}
+    frame = pd.DataFrame([row, cheap, {**row, "model": "plain"}])
+    settings = SimpleNamespace(budget_models=(1.0,), budget_pairs=None, confidence_level=0.95)
+    open_pairs = _open_comparisons(frame, ["loo-sign", "int-grad-sign"], settings)
+    assert len(open_pairs) == 1 and open_pairs.iloc[0]["model"] == "masked"   # no costly measure; plain left out
+    wanted = _texts_to_decide(open_pairs, settings, round_index=1)
+    # equivalence needs a half-width below 0.05 - 0.02 = 0.03 at round 1's z (0.99375)
+    expected = int(np.ceil(1.1 * 100 * (norm.ppf(1 - 0.0125 / 2) * 0.02 / 0.03) ** 2))
+    assert wanted == {"loo-sign": expected, "int-grad-sign": expected}
+    only = SimpleNamespace(budget_models=None, budget_pairs=(("grad-l2", "inp-grad-sign"),), confidence_level=0.95)
+    assert _open_comparisons(frame, ["loo-sign", "int-grad-sign"], only).empty
+
+
+# --------------------------------------------------------------------------- in-distribution (rules version 2)
+
+
+def _verdict(flagged, power=(0.95, 0.9, 0.98), negative=None, multiplier=1.0, expected=0.049):
+    from fmmlearn.study.stages.in_distribution import in_distribution_verdict
+
+    negative = negative or {"share": 0.05, "low": 0.01, "high": 0.16, "n": 40}
+    return in_distribution_verdict(flagged, expected, negative, power, multiplier, load_rules()["in_distribution"])
+
+
+@pytest.mark.parametrize("flagged, power, negative, multiplier, verdict, reason", [
+    # out of distribution needs no positive control: a low power changes nothing
+    ((0.40, 0.30, 0.50), (0.10, 0.05, 0.15), None, 1.0, "out of distribution", "flagged 30.0% at least"),
+    # in-distribution needs a powered test
+    ((0.01, 0.0, 0.03), (0.95, 0.90, 0.98), None, 1.0, "in-distribution", "power 95%"),
+    ((0.01, 0.0, 0.03), (0.60, 0.55, 0.65), None, 2.7, "inconclusive", "about 2.7x as many"),
+    ((0.01, 0.0, 0.03), (0.60, 0.55, 0.65), None, float("inf"), "inconclusive", "another detector is needed"),
+    ((0.01, 0.0, 0.03), (0.82, 0.78, 0.86), None, 1.0, "inconclusive", "more test texts would narrow it"),
+    # a share whose interval straddles the limit
+    ((0.09, 0.05, 0.14), (0.95, 0.9, 0.98), None, 1.0, "inconclusive", "straddles"),
+    # a test that does not hold its level is not read at all
+    ((0.40, 0.30, 0.50), (0.95, 0.9, 0.98), {"share": 0.3, "low": 0.2, "high": 0.4, "n": 40}, 1.0, "not readable",
+     "does not hold its level"),
+])
+def test_in_distribution_verdicts_follow_the_rules(flagged, power, negative, multiplier, verdict, reason):
+    got, why = _verdict(flagged, power, negative, multiplier)
+    assert got == verdict and reason in why
+
+
+def test_a_negative_control_below_the_null_share_holds_the_level():
+    """A conservative test (fewer flags than the null share) is not a reason to distrust it."""
+    got, _ = _verdict((0.01, 0.0, 0.03), negative={"share": 0.0, "low": 0.0, "high": 0.09, "n": 40})
+    assert got == "in-distribution"
+
+
+def test_rules_version_2_records_why_the_in_distribution_rule_changed():
+    rules = load_rules()
+    assert rules["version"] == 2 and rules["in_distribution"]["min_power"] == 0.8
+    assert "matched positive control" in rules["changes"]["2"] and "not readable" in rules["changes"]["2"]

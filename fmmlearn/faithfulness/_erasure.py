@@ -43,7 +43,7 @@ from ..explanation import explain_encoded
 from ..importance import get_measure
 from ..importance.precomputed import check_covered, importance_arrays
 from ..masking import mask_top_k
-from ..ood import MaSF, calibration_features, hidden_state_features, min_calibration_size
+from ..ood import ConformalDetector, MaSF, calibration_features, hidden_state_features, min_calibration_size
 from ._token_lists import is_token_list_form, token_list_scores
 
 __all__ = ["AOPC", "DEFAULT_K", "ERASURE_MODES", "PER_EXAMPLE_COLUMNS", "REMOVALS", "SUMMARY_COLUMNS",
@@ -193,21 +193,21 @@ def _checked_method(method, importances, method_params: dict):
 
 
 def _is_fitted_masf(masf) -> bool:
-    return hasattr(masf, "level3_reference_")
+    return hasattr(masf, "pvalue_floor_")
 
 
 def _check_validity_source(masf, X_calib) -> None:
-    if masf is not None and not isinstance(masf, MaSF):
-        raise TypeError(f"masf must be a fmmlearn.ood.MaSF (fitted, or unfitted to fit on X_calib), got "
-                        f"{type(masf).__name__}.")
+    if masf is not None and not isinstance(masf, (MaSF, ConformalDetector)):
+        raise TypeError(f"masf must be an in-distribution test of fmmlearn.ood (MaSF, MahalanobisDetector, "
+                        f"KNNDetector; fitted, or unfitted to fit on X_calib), got {type(masf).__name__}.")
     if masf is not None and _is_fitted_masf(masf) and X_calib is not None:
         raise ValueError("pass either a fitted masf or X_calib (to fit one), not both.")
     if masf is not None and not _is_fitted_masf(masf) and X_calib is None:
-        raise ValueError("masf is not fitted; pass X_calib to fit it on, or a fitted MaSF.")
+        raise ValueError("masf is not fitted; pass X_calib to fit it on, or a fitted test.")
 
 
-def _check_calibration_size(masf: MaSF, n_calib: int) -> None:
-    if masf.calibration == "calibrated":
+def _check_calibration_size(masf, n_calib: int) -> None:
+    if isinstance(masf, MaSF) and masf.calibration == "calibrated":
         needed = min_calibration_size(masf.fold_fractions)
         if n_calib < needed:
             raise ValueError(f"X_calib has {n_calib} example(s); MaSF(calibration='calibrated') needs at least "
@@ -215,17 +215,15 @@ def _check_calibration_size(masf: MaSF, n_calib: int) -> None:
                              "perturbed input can be flagged. Give more calibration examples.")
 
 
-def _check_resolution(masf: MaSF, alpha: float) -> None:
-    """Refuse a MaSF whose p-values cannot fall below ``alpha``: ``valid`` would always read True."""
-    if masf.calibration_ == "reference":
-        return
-    n3 = len(masf.level3_reference_)
-    if 1.0 / (n3 + 1) >= alpha:
-        raise ValueError(f"masf: its level-3 calibration fold holds {n3} examples, so no p-value falls below "
-                         f"{1.0 / (n3 + 1):.3g} and no perturbed input could be flagged at alpha={alpha:g}; the "
-                         f"validity flag would always read True. The level-3 fold needs more than "
+def _check_resolution(masf, alpha: float) -> None:
+    """Refuse a test whose p-values cannot fall below ``alpha``: ``valid`` would always read True."""
+    floor = masf.pvalue_floor_
+    if floor >= alpha:
+        raise ValueError(f"masf: its smallest p-value is {floor:.3g} (its conformal level holds {round(1 / floor) - 1} "
+                         f"examples), so no perturbed input could be flagged at alpha={alpha:g}; the "
+                         f"validity flag would always read True. The conformal level needs more than "
                          f"{1.0 / alpha - 1:g} examples: give more calibration examples (about "
-                         f"{math.ceil(3 / alpha)} with equal folds) or a larger alpha.")
+                         f"{math.ceil(3 / alpha)} for MaSF's equal folds) or a larger alpha.")
 
 
 # --------------------------------------------------------------------------- importances and rationales
@@ -331,7 +329,7 @@ def _score_perturbed(clf, encoding, plan, target_idx, removal, masf, batch_size)
         proba = softmax(clf.encoded_logits(perturbed).astype(np.float64), axis=1)
         p[chunk] = proba[np.arange(len(chunk)), target_idx[rows[chunk]]]
         if masf is not None:
-            features = hidden_state_features(clf, encoding=perturbed, batch_size=batch_size)
+            features = hidden_state_features(clf, encoding=perturbed, pooling=masf.pooling, batch_size=batch_size)
             masf_p[chunk] = masf.pvalues(features)
     return p, masf_p
 
@@ -483,9 +481,11 @@ def erasure_metrics(
     X_calib : sequence of str, or sentence pairs, optional
         In-distribution examples (e.g. the validation split) to fit MaSF on,
         masked like the training batches (:func:`fmmlearn.ood.calibration_features`).
-    masf : MaSF, optional
-        A fitted MaSF (from this classifier's calibration features), or an
-        unfitted one to fit on ``X_calib`` (e.g. ``MaSF(calibration="reference")``).
+    masf : MaSF, MahalanobisDetector or KNNDetector, optional
+        An in-distribution test of ``fmmlearn.ood`` (docs/ood.md): fitted on
+        this classifier's features (e.g. :func:`fmmlearn.ood.fit_detector`), or
+        unfitted to fit on ``X_calib`` (e.g. ``MaSF(calibration="reference")``,
+        ``MahalanobisDetector(layers="all")``).  Default with ``X_calib``: MaSF.
         Without ``X_calib`` and ``masf`` nothing is certified: ``ood_share`` is
         NaN and ``valid`` is ``<NA>``, with an :class:`~fmmlearn.exceptions.UncertifiedErasureWarning`
         (a :class:`FaithfulnessWarning`).
@@ -559,7 +559,7 @@ def erasure_metrics(
 
     # Model work from here on; the calibration first, as it can still refuse (too coarse p-values).
     if calib is not None:
-        masf.fit(calibration_features(clf, calib, random_state=seed, batch_size=batch_size))
+        masf.fit(calibration_features(clf, calib, random_state=seed, pooling=masf.pooling, batch_size=batch_size))
         _check_resolution(masf, alpha)
     logits = clf.encoded_logits(encoding).astype(np.float64)
     if target_idx is None:

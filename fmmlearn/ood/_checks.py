@@ -9,7 +9,7 @@ __all__ = []  # private helpers of the ood package
 _SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 
 
-def _check_features(features, name, expected=None):
+def _check_features(features, name, expected=None, what="MaSF"):
     """Validate the rank and shape of a feature array; return it as an (n, layers, hidden) view.
 
     Finiteness is checked chunk by chunk while scoring, to avoid a full-size temporary.
@@ -25,7 +25,7 @@ def _check_features(features, name, expected=None):
     if X.shape[0] == 0 or X.shape[1] == 0 or X.shape[2] == 0:
         raise ValueError(f"{name} is empty: shape {np.shape(features)}.")
     if expected is not None and X.shape[1:] != tuple(expected):
-        raise ValueError(f"{name} has {X.shape[1]} layer(s) of hidden size {X.shape[2]}, but this MaSF was "
+        raise ValueError(f"{name} has {X.shape[1]} layer(s) of hidden size {X.shape[2]}, but this {what} was "
                          f"fitted on {expected[0]} layer(s) of hidden size {expected[1]}.")
     return X
 

@@ -16,21 +16,26 @@ from .._validation import positive_int
 from .._warnings import reports_truncation_once
 from ..encoding import collate
 from ..masking import mask_training_batch
-from ..modeling import autocast, map_batches
+from ..modeling import autocast, is_decoder, map_batches
 from ..training import training_batch_sampler
 from ._checks import _check_dtype
+from ._detectors import POOLINGS
 
 __all__ = ["calibration_features", "calibration_groups", "hidden_state_features", "mask_like_training"]
 
 
 @reports_truncation_once
 @validate_params({"batch_size": [positive_int(), None]}, prefer_skip_nested_validation=True)
-def hidden_state_features(clf, X=None, *, encoding=None, input_ids=None, batch_size=None, dtype=np.float32):
-    """Max-pooled hidden states of every layer: the MaSF features of docs/ood.md.
+def hidden_state_features(clf, X=None, *, encoding=None, input_ids=None, pooling="max", batch_size=None,
+                          dtype=np.float32):
+    """Pooled hidden states of every layer: the features of the in-distribution tests (docs/ood.md).
 
     For each example, the embedding output and each of the L transformer
-    layers' outputs (``output_hidden_states=True``) are max-pooled over the
-    non-padding positions, special tokens and mask tokens included.
+    layers' outputs (``output_hidden_states=True``) are pooled over the
+    non-padding positions, special tokens and mask tokens included: the max
+    (MaSF's features), the mean, or the position the classification head
+    reads (``"cls"``: the first token of an encoder, the last real token of a
+    decoder).
 
     Parameters
     ----------
@@ -43,6 +48,10 @@ def hidden_state_features(clf, X=None, *, encoding=None, input_ids=None, batch_s
     input_ids : sequence of ndarray, optional
         Replacement ids per example of ``encoding`` (e.g. masked copies), each
         as long as the example.
+    pooling : {"max", "mean", "cls", "cls+mean"} or sequence of them, default="max"
+        How positions are pooled (:data:`fmmlearn.ood.POOLINGS`; ``"cls+mean"``
+        returns the first-token layers, then the mean-pooled ones).  Several
+        poolings come from one forward pass, returned as a dict.
     batch_size : int, optional
         Examples per forward pass; default ``clf.inference_batch_size_``.  A
         batch that runs out of memory is halved and retried.
@@ -51,8 +60,8 @@ def hidden_state_features(clf, X=None, *, encoding=None, input_ids=None, batch_s
 
     Returns
     -------
-    features : ndarray of shape (n_examples, L + 1, hidden_size)
-        In input order.
+    features : ndarray of shape (n_examples, L + 1, hidden_size), or dict of them
+        In input order; a dict ``{pooling: features}`` when ``pooling`` is a sequence.
 
     Notes
     -----
@@ -78,25 +87,51 @@ def hidden_state_features(clf, X=None, *, encoding=None, input_ids=None, batch_s
     (2, 7, 384)
     """
     check_is_fitted(clf)
+    poolings = _check_poolings(pooling)
     encoding = _features_encoding(clf, X, encoding)
     input_ids = _check_input_ids(input_ids, encoding)
     dtype = _check_dtype(dtype)
     batch_size = clf.inference_batch_size_ if batch_size is None else batch_size
     device, autocast_dtype, pad_token_id = clf.device_, clf.inference_dtype_, clf.tokenizer_.pad_token_id
+    last_token = is_decoder(clf.model_)  # a decoder's head reads the last real token, an encoder's the first
 
     def run(idx):
         batch = collate(encoding, idx, pad_token_id, input_ids=input_ids).to(device)
         with torch.inference_mode(), autocast(device, autocast_dtype):
             output = clf.model_(**batch.model_inputs(), output_hidden_states=True)
-            return _max_pool(_hidden_states_of(output), batch.attention_mask).cpu().numpy().astype(dtype)
+            states = _hidden_states_of(output)
+            # One output per pooling (they may differ in layers: "cls+mean" has twice as many).
+            return [_pool(states, batch.attention_mask, name, last_token).cpu().numpy().astype(dtype)
+                    for name in poolings]
 
-    return map_batches(run, encoding.lengths, batch_size, desc="hidden states", verbose=getattr(clf, "verbose", 0))
+    pooled = map_batches(run, encoding.lengths, batch_size, desc="hidden states", verbose=getattr(clf, "verbose", 0))
+    if isinstance(pooling, str):
+        return pooled[0]
+    return dict(zip(poolings, pooled))
 
 
-def _max_pool(hidden_states, attention_mask):
-    """(B, n_layers, H) float32: per layer the max over the positions with ``attention_mask == 1``."""
-    padding = ~attention_mask.bool()[:, :, None]
-    return torch.stack([h.masked_fill(padding, float("-inf")).amax(dim=1).float() for h in hidden_states], dim=1)
+def _check_poolings(pooling) -> tuple:
+    names = (pooling,) if isinstance(pooling, str) else tuple(pooling)
+    unknown = [name for name in names if name not in POOLINGS]
+    if not names or unknown:
+        raise ValueError(f"pooling must be one of {list(POOLINGS)} or a sequence of them; got {pooling!r}.")
+    return tuple(dict.fromkeys(names))
+
+
+def _pool(hidden_states, attention_mask, pooling, last_token):
+    """(B, n_layers, H) float32: per layer one pooling over the positions with ``attention_mask == 1``."""
+    real = attention_mask.bool()[:, :, None]
+    if pooling == "cls+mean":  # the two poolings' layers side by side: 2 (L + 1) "layers"
+        return torch.cat([_pool(hidden_states, attention_mask, name, last_token) for name in ("cls", "mean")], dim=1)
+    if pooling == "max":
+        return torch.stack([h.masked_fill(~real, float("-inf")).amax(dim=1).float() for h in hidden_states], dim=1)
+    if pooling == "mean":
+        counts = real.sum(dim=1).clamp_min(1)
+        return torch.stack([(h.float() * real).sum(dim=1) / counts for h in hidden_states], dim=1)
+    rows = torch.arange(attention_mask.shape[0], device=attention_mask.device)
+    steps = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    position = (steps * real[..., 0]).argmax(dim=1) if last_token else real[..., 0].int().argmax(dim=1)
+    return torch.stack([h[rows, position].float() for h in hidden_states], dim=1)
 
 
 def _hidden_states_of(output):
@@ -199,8 +234,8 @@ def mask_like_training(clf, encoding, *, dist_repeats=1, random_state=None):
 @reports_truncation_once
 @validate_params({"dist_repeats": [positive_int()], "batch_size": [positive_int(), None],
                   "return_groups": ["boolean"]}, prefer_skip_nested_validation=True)
-def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, batch_size=None, dtype=np.float32,
-                         return_groups=False):
+def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, pooling="max", batch_size=None,
+                         dtype=np.float32, return_groups=False):
     """MaSF calibration features: ``X_calib`` masked like the training batches, then max-pooled (docs/ood.md).
 
     Parameters
@@ -214,6 +249,8 @@ def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, bat
         Differently masked copies of ``X_calib`` (see :func:`mask_like_training`).
     random_state : int, RandomState or None, default=None
         Seed of the masks; default ``clf.random_state``.
+    pooling : {"max", "mean", "cls"} or sequence of them, default="max"
+        See :func:`hidden_state_features` (a sequence gives a dict).
     batch_size : int, optional
         Forward-pass batch size (see :func:`hidden_state_features`).
     dtype : {numpy.float32, numpy.float16}, default=numpy.float32
@@ -237,7 +274,7 @@ def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, bat
     >>> masf.pvalues(hidden_state_features(clf, X_test))                       # doctest: +SKIP
     """
     encoding = clf.encode(X_calib, "X_calib")
-    features = _masked_features(clf, encoding, dist_repeats, random_state, batch_size, dtype)
+    features = _masked_features(clf, encoding, dist_repeats, random_state, batch_size, dtype, pooling=pooling)
     return (features, calibration_groups(len(encoding), dist_repeats)) if return_groups else features
 
 
@@ -246,6 +283,7 @@ def calibration_groups(n_examples: int, dist_repeats: int) -> np.ndarray:
     return np.tile(np.arange(n_examples), dist_repeats)
 
 
-def _masked_features(clf, encoding, dist_repeats, random_state, batch_size=None, dtype=np.float32):
+def _masked_features(clf, encoding, dist_repeats, random_state, batch_size=None, dtype=np.float32, *, pooling="max"):
     repeated, ids = mask_like_training(clf, encoding, dist_repeats=dist_repeats, random_state=random_state)
-    return hidden_state_features(clf, encoding=repeated, input_ids=ids, batch_size=batch_size, dtype=dtype)
+    return hidden_state_features(clf, encoding=repeated, input_ids=ids, pooling=pooling, batch_size=batch_size,
+                                 dtype=dtype)

@@ -15,6 +15,7 @@ from .._validation import StrictInterval
 from .._warnings import warn
 from ._checks import _check_dtype, _check_features
 from ._combine import _REFERENCE_FISHER_EPS, _simes_of_sorted
+from ._detectors import split_groups
 from ._ecdf import (_chunks, _count_less_equal_1d, _in_sample_counts, _right_tail_pvalues, _search_counts,
                     _tail_counts, _two_sided_from_tail, _two_sided_pvalues)
 
@@ -136,14 +137,20 @@ class MaSF(BaseEstimator):
 
     # -- fitting -------------------------------------------------------------------------------------
 
-    def fit(self, features, y=None, *, groups=None):
+    #: The pooled features MaSF reads: the max over the positions (docs/ood.md).
+    pooling = "max"
+
+    def fit(self, features, y=None, *, groups=None, calibration=None):
         """Build the three levels of reference statistics from calibration features.
 
         Parameters
         ----------
         features : array-like of shape (n_examples, n_layers, hidden_size) or (n_examples, hidden_size)
             Features of in-distribution examples (e.g. the validation split,
-            masked like the training batches).
+            masked like the training batches).  With ``calibration``: the
+            features levels 1 and 2 are fitted on (e.g. the training texts
+            masked like the training batches, several copies grouped by
+            ``groups``).
         y : None
             Ignored; present for scikit-learn compatibility.
         groups : array-like of shape (n_examples,), optional
@@ -153,6 +160,13 @@ class MaSF(BaseEstimator):
             correlated, and a copy in another fold would make the folds
             dependent (docs/ood.md measures the effect).  Without ``groups``
             every row is its own example.  Ignored in reference mode.
+        calibration : array-like of shape (n_calibration, n_layers, hidden_size), optional
+            Calibrated mode only: held-out in-distribution texts (one row
+            each) that alone make the level-3 (conformal) reference, while
+            ``features`` are split between levels 1 and 2 in the proportion
+            of the first two ``fold_fractions``.  The p-values stay valid (the
+            score never sees these texts) and levels 1-2 can use far more
+            texts (docs/ood.md).
 
         Returns
         -------
@@ -162,7 +176,10 @@ class MaSF(BaseEstimator):
         self.dtype_ = _check_dtype(self.dtype)
         self.calibration_ = self.calibration
         X = _check_features(features, "features")
-        folds = self._fold_indices(X.shape[0], _check_groups(groups, X.shape[0]))
+        if calibration is not None:
+            X, folds = self._with_held_out_level3(X, _check_groups(groups, X.shape[0]), calibration)
+        else:
+            folds = self._fold_indices(X.shape[0], _check_groups(groups, X.shape[0]))
         self.n_calibration_, self.n_layers_, self.hidden_size_ = X.shape
         self.fold_indices_ = folds
         self.level1_reference_, simes = self._fit_level1(X, folds[0])
@@ -251,6 +268,24 @@ class MaSF(BaseEstimator):
         order = check_random_state(self.random_state).permutation(n)
         # Sorted indices keep memory access to the features in order.
         return tuple(np.sort(fold) for fold in np.split(order, bounds[:2]))
+
+    def _with_held_out_level3(self, X, groups, calibration):
+        """All rows (``X`` then ``calibration``) and the folds: levels 1-2 from ``X``, level 3 ``calibration``."""
+        if self.calibration == "reference":
+            raise ValueError("calibration= (a held-out level-3 set) needs calibration='calibrated'; the reference "
+                             "procedure fits every level on the same examples.")
+        held_out = _check_features(calibration, "calibration", expected=X.shape[1:])
+        fractions = _check_fold_fractions((1 / 3, 1 / 3, 1 / 3) if isinstance(self.fold_fractions, str)
+                                          else self.fold_fractions)
+        level2_share = fractions[1] / (fractions[0] + fractions[1])
+        level1, level2 = split_groups(np.arange(len(X)) if groups is None else groups, level2_share,
+                                      self.random_state)
+        if min(len(level1), len(level2), len(held_out)) < _MIN_FOLD_SIZE:
+            raise ValueError(f"features ({len(X)} rows) and calibration ({len(held_out)} rows) are too few: levels "
+                             f"1 and 2 get {len(level1)} and {len(level2)} rows and level 3 {len(held_out)}; each "
+                             f"needs at least {_MIN_FOLD_SIZE}.")
+        rows = np.concatenate([np.asarray(X), np.asarray(held_out, dtype=np.asarray(X).dtype)])
+        return rows, (level1, level2, np.arange(len(X), len(rows)))
 
     def _group_folds(self, groups, fractions):
         """Folds of whole groups: the groups are shuffled and split by ``fractions`` of their number."""

@@ -17,15 +17,19 @@ from ..explainer_masking import iter_explainer_masking
 from ..importance import get_measure
 from ._checks import _check_thresholds
 from ._combine import DEFAULT_THRESHOLDS, summarize_pvalues
-from ._features import _masked_features, calibration_groups, hidden_state_features
+from ._calibrate import fit_detector
+from ._controls import placeholder_ids, placeholder_inputs
+from ._features import hidden_state_features
 from ._masf import _MIN_FOLD_SIZE, MaSF, _check_fold_fractions, _fewest_examples, min_calibration_size
+from ._registry import detector_name, make_detector
 
-__all__ = ["REFERENCE_ONLY_COLUMNS", "REPORT_COLUMNS", "in_distribution_report", "masked_pvalues", "report_rows"]
+__all__ = ["REFERENCE_ONLY_COLUMNS", "REPORT_COLUMNS", "in_distribution_report", "masked_pvalues",
+           "masked_set_features", "masked_test_sets", "pvalue_frame", "report_rows"]
 
 #: Columns of :func:`in_distribution_report`, in order.  ``calibration="reference"`` appends
 #: :data:`REFERENCE_ONLY_COLUMNS`; ``model`` comes last when ``model_name`` is given.
 REPORT_COLUMNS = ("ratio", "threshold", "proportion", "expected", "simes_p", "geomean_p", "n_examples", "method",
-                  "calibration")
+                  "calibration", "detector")
 #: Columns only reports of ``calibration="reference"`` have: the paper's dataset-level Fisher value,
 #: which assumes independent p-values and is invalid for MaSF's dependent ones (docs/ood.md).
 REFERENCE_ONLY_COLUMNS = ("fisher_p_reference_only",)
@@ -92,13 +96,15 @@ class InDistributionReport(pd.DataFrame):
 @validate_params({"dist_repeats": [positive_int()], "batch_size": [positive_int(), None]},
                  prefer_skip_nested_validation=True)
 def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=None, calibration="calibrated",
-                           thresholds=DEFAULT_THRESHOLDS, segment="first", random_state=None, *, dist_repeats=1,
-                           fold_fractions=(1 / 3, 1 / 3, 1 / 3), recursive=None, batch_size=None,
-                           model_name=None, **method_params):
-    """Are explainer-masked inputs in-distribution?  MaSF p-values per masking ratio (docs/ood.md).
+                           thresholds=DEFAULT_THRESHOLDS, segment="first", random_state=None, *, detector="masf",
+                           X_train=None, dist_repeats=1, fold_fractions=(1 / 3, 1 / 3, 1 / 3), recursive=None,
+                           batch_size=None, model_name=None, **method_params):
+    """Are explainer-masked inputs in-distribution?  Per-example p-values per masking ratio (docs/ood.md).
 
-    MaSF is fitted on the features of ``X_calib`` masked like the training
-    batches (:func:`calibration_features`).  ``X_test`` is then masked by the
+    The in-distribution test (``detector``: MaSF by default, or a conformal
+    Mahalanobis or kNN detector) is fitted on the features of ``X_calib``
+    masked like the training batches (:func:`calibration_features`), its
+    score optionally on ``X_train`` (:func:`fit_detector`).  ``X_test`` is then masked by the
     faithfulness loop of docs/faithfulness.md (the top ``r`` share of segment-A tokens
     by ``method``'s importance for the gold label ``y_test``, the masks
     growing with ``r``), and each masked test set is scored: the share of
@@ -129,8 +135,8 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
         Masking ratios, strictly increasing in ``[0, 1]``; default
         ``0, 0.1, ..., 1``.  Ratio 0 scores the clean test set.
     calibration : {"calibrated", "reference"}, default="calibrated"
-        See :class:`MaSF`; ``"reference"`` is the paper's (anti-conservative)
-        procedure.
+        MaSF only: see :class:`MaSF`; ``"reference"`` is the paper's
+        (anti-conservative) procedure.
     thresholds : sequence of float, default=(0.001, 0.005, 0.01, 0.05, 0.1)
         Levels for ``proportion``.
     segment : {"first", "all"}, default="first"
@@ -138,11 +144,20 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     random_state : int, RandomState or None, default=None
         Seeds the calibration masks, MaSF's folds and the ``rand`` measure;
         default ``clf.random_state``.
+    detector : str or detector, default="masf"
+        The in-distribution test: a name of :data:`fmmlearn.ood.DETECTORS`
+        (``"masf"``, ``"mahalanobis-all"``, ``"knn"``, ...) or an instance
+        (:class:`MaSF`, :class:`MahalanobisDetector`, :class:`KNNDetector`).
+        docs/ood.md compares their power.
+    X_train : sequence of str, or sentence pairs, optional
+        Texts the detector's score is fitted on (masked like the training
+        batches, ``dist_repeats`` copies); ``X_calib`` then makes only the
+        conformal level (:func:`fit_detector`).
     dist_repeats : int, default=1
-        Differently masked copies of ``X_calib`` in the calibration set; the
-        copies of one example always share a calibration fold.
+        Differently masked copies of the texts the detector's score is fitted
+        on; the copies of one example always share a fold.
     fold_fractions : tuple of 3 floats, default=(1/3, 1/3, 1/3)
-        Calibrated mode: see :class:`MaSF`.
+        Calibrated MaSF: see :class:`MaSF`.
     recursive : bool, optional
         Recompute importances after every step; default the measure's own.
     batch_size : int, optional
@@ -164,10 +179,10 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
         ``ratio``, ``threshold``, ``proportion`` (share of test examples with
         ``p < threshold``), ``simes_p`` and ``geomean_p`` (dataset-level,
         repeated on each threshold's row; see :func:`summarize_pvalues`),
-        ``n_examples``, ``method``, ``calibration``; then, for
-        ``calibration="reference"`` only, ``fisher_p_reference_only`` (the
-        paper's Fisher value, not valid for dependent p-values); then
-        ``model``.
+        ``n_examples``, ``method``, ``calibration``, ``detector`` (its
+        name); then, for ``calibration="reference"`` only,
+        ``fisher_p_reference_only`` (the paper's Fisher value, not valid for
+        dependent p-values); then ``model``.
 
     Raises
     ------
@@ -192,23 +207,20 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     check_is_fitted(clf)
     levels = _check_thresholds(thresholds)
     seed = resolve_seed(random_state, clf.random_state)
-    masf = MaSF(calibration, fold_fractions=fold_fractions, random_state=seed)
-    masf._validate_params()
+    test_detector = _checked_detector(detector, calibration, fold_fractions, seed)
     calib = clf.encode(X_calib, "X_calib")
-    _check_calibration_size(len(calib), dist_repeats, calibration, fold_fractions)
+    if isinstance(test_detector, MaSF) and X_train is None:
+        _check_calibration_size(len(calib), dist_repeats, calibration, fold_fractions)
     if y_test is None:
         raise ValueError("y_test is None; the masking ranks tokens by their importance for the gold label.")
     # Masking first: it validates the measure's parameters before any work and is the expensive part.
     steps = _masked_steps(clf, X_test, y_test, method, ratios, segment, derive_seed(seed, 1), recursive=recursive,
                           batch_size=batch_size, **method_params)
-    features = _masked_features(clf, calib, dist_repeats, seed)
-    # The copies of an example are correlated: they must share a fold (calibration_groups).
-    masf = _in_context("the calibration features of X_calib (masked like the training batches)",
-                       partial(masf.fit, groups=calibration_groups(len(calib), dist_repeats)), features)
-    del features
-    pvalues = _scored_steps(clf, masf, steps)
+    fitted = _in_context("the calibration features of X_calib (masked like the training batches)", partial(
+        fit_detector, clf, test_detector, X_calib, X_train=X_train, dist_repeats=dist_repeats, random_state=seed))
+    pvalues = _scored_steps(clf, fitted, steps)
     label = str(method) if "importances" in method_params else get_measure(method).name
-    report = report_rows(pvalues, masf, levels, method=label)
+    report = report_rows(pvalues, fitted, levels, method=label, detector=detector_name(detector))
     if model_name is not None:
         report["model"] = str(model_name)
     return InDistributionReport(report)
@@ -225,14 +237,88 @@ def _masked_steps(clf, X_test, y_test, method, ratios, segment, seed, *, recursi
                                              random_state=seed, batch_size=batch_size, **method_params))
 
 
-def _scored_steps(clf, masf, steps) -> pd.DataFrame:
-    test, masked = steps
+def masked_test_sets(clf, X_test, y_test, method="rand", ratios=None, segment="first", random_state=None, *,
+                     recursive=None, batch_size=None, **method_params):
+    """The explainer-masked copies of ``X_test``, ratio by ratio: what an in-distribution report scores.
+
+    Parameters
+    ----------
+    clf : FaithfulTextClassifier
+        Fitted.
+    X_test, y_test, method, ratios, segment, recursive, batch_size, **method_params
+        As in :func:`in_distribution_report`.
+    random_state : int, optional
+        Seeds the masking (``rand``); default ``clf.random_state``.
+
+    Returns
+    -------
+    encoding : Encoding
+        ``X_test`` encoded.
+    steps : list of (float, list of ndarray)
+        Per ratio, the masked ids of every example.
+    """
+    check_is_fitted(clf)
+    return _masked_steps(clf, X_test, y_test, method, ratios, segment, resolve_seed(random_state, clf.random_state),
+                         recursive=recursive, batch_size=batch_size, **method_params)
+
+
+def masked_set_features(clf, encoding, steps, *, pooling="max", placeholder=None):
+    """Pooled hidden states of every masked set of :func:`masked_test_sets`, optionally as the matched control.
+
+    Parameters
+    ----------
+    clf : FaithfulTextClassifier
+        Fitted.
+    encoding : Encoding
+        The encoded test texts.
+    steps : list of (float, list of ndarray)
+        Per ratio, the masked ids.
+    pooling : str or sequence of str, default="max"
+        See :func:`hidden_state_features`.
+    placeholder : Placeholder, optional
+        Put this placeholder where the masking put the mask token (the matched positive control,
+        docs/ood.md); ratio 0 is then left out.
+
+    Returns
+    -------
+    list of (float, ndarray or dict)
+        Per ratio, the features of every example.
+    """
+    out = []
+    for ratio, ids in steps:
+        if placeholder is None:
+            out.append((ratio, hidden_state_features(clf, encoding=encoding, input_ids=ids, pooling=pooling)))
+        elif ratio > 0:
+            swapped = placeholder_ids(ids, encoding.input_ids, clf.tokenizer_.mask_token_id, placeholder)
+            with placeholder_inputs(clf.model_, placeholder):
+                out.append((ratio, hidden_state_features(clf, encoding=encoding, input_ids=swapped, pooling=pooling)))
+    return out
+
+
+def pvalue_frame(detector, features_by_ratio) -> pd.DataFrame:
+    """Columns ``ratio``, ``example``, ``p``: ``detector``'s p-value of every example of every masked set.
+
+    Parameters
+    ----------
+    detector : MaSF or ConformalDetector
+        Fitted.
+    features_by_ratio : list of (float, ndarray)
+        From :func:`masked_set_features` with ``detector.pooling``.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
     parts = []
-    for ratio, ids in masked:
-        features = hidden_state_features(clf, encoding=test, input_ids=ids)
-        p = _in_context(f"the features of X_test masked at ratio {ratio:g}", masf.pvalues, features)
+    for ratio, features in features_by_ratio:
+        p = _in_context(f"the features of X_test masked at ratio {ratio:g}", detector.pvalues, features)
         parts.append(pd.DataFrame({"ratio": ratio, "example": np.arange(len(p)), "p": p}))
     return pd.concat(parts, ignore_index=True)
+
+
+def _scored_steps(clf, detector, steps) -> pd.DataFrame:
+    test, masked = steps
+    return pvalue_frame(detector, masked_set_features(clf, test, masked, pooling=detector.pooling))
 
 
 def masked_pvalues(clf, masf, X_test, y_test, method="rand", ratios=None, segment="first", random_state=None, *,
@@ -246,8 +332,9 @@ def masked_pvalues(clf, masf, X_test, y_test, method="rand", ratios=None, segmen
     ----------
     clf : FaithfulTextClassifier
         Fitted.
-    masf : MaSF
-        Fitted on calibration features of ``clf`` (e.g. :func:`calibration_features`).
+    masf : MaSF or ConformalDetector
+        A fitted in-distribution test of ``clf`` (e.g. :func:`fit_detector`); its ``pooling`` says
+        which features it reads.
     X_test, y_test, method, ratios, segment, recursive, batch_size, **method_params
         As in :func:`in_distribution_report`.
     random_state : int, optional
@@ -265,7 +352,8 @@ def masked_pvalues(clf, masf, X_test, y_test, method="rand", ratios=None, segmen
     return _scored_steps(clf, masf, steps)
 
 
-def report_rows(pvalues: pd.DataFrame, masf, thresholds=DEFAULT_THRESHOLDS, *, method: str) -> pd.DataFrame:
+def report_rows(pvalues: pd.DataFrame, masf, thresholds=DEFAULT_THRESHOLDS, *, method: str,
+                detector: str | None = None) -> pd.DataFrame:
     """The report's rows from per-example p-values (:func:`masked_pvalues`): one row per (ratio, threshold).
 
     ``expected`` is the share of in-distribution examples the test flags at the threshold
@@ -273,16 +361,31 @@ def report_rows(pvalues: pd.DataFrame, masf, thresholds=DEFAULT_THRESHOLDS, *, m
     procedure, whose p-values are not calibrated.
     """
     levels = _check_thresholds(thresholds)
+    mode = getattr(masf, "calibration_", "calibrated")  # the conformal detectors are always calibrated
     parts = []
     for ratio, part in pvalues.groupby("ratio", sort=True):
-        rows = summarize_pvalues(part["p"].to_numpy(), levels, calibration=masf.calibration_)
+        rows = summarize_pvalues(part["p"].to_numpy(), levels, calibration=mode)
         rows.insert(0, "ratio", ratio)
         rows.insert(3, "expected", [masf.null_share(t) for t in rows["threshold"]])
         rows["n_examples"] = len(part)
         parts.append(rows)
     report = pd.concat(parts, ignore_index=True)
-    report["method"], report["calibration"] = method, masf.calibration_
-    return report[[*REPORT_COLUMNS, *(REFERENCE_ONLY_COLUMNS if masf.calibration_ == "reference" else ())]]
+    report["method"], report["calibration"] = method, mode
+    report["detector"] = detector_name(masf) if detector is None else detector
+    return report[[*REPORT_COLUMNS, *(REFERENCE_ONLY_COLUMNS if mode == "reference" else ())]]
+
+
+def _checked_detector(detector, calibration, fold_fractions, seed):
+    """The unfitted test of a report: MaSF with the report's MaSF options, or a conformal detector."""
+    if isinstance(detector, str) and detector == "masf":
+        masf = MaSF(calibration, fold_fractions=fold_fractions, random_state=seed)
+        masf._validate_params()
+        return masf
+    test = make_detector(detector, random_state=seed)
+    if calibration != "calibrated" and not isinstance(test, MaSF):
+        raise ValueError(f"calibration={calibration!r} is a MaSF option; the detector {detector_name(detector)!r} is "
+                         "always calibrated (split conformal).")
+    return test
 
 
 def _check_calibration_size(n_calib, dist_repeats, calibration, fold_fractions):

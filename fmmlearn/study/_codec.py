@@ -2,7 +2,8 @@
 
 A payload is a tree of dicts (string keys), lists, tuples, numbers, strings, ``None``, numpy arrays,
 pandas DataFrames (also :class:`~fmmlearn.explanation.Explanation`) and fitted
-:class:`~fmmlearn.ood.MaSF` tests.  :func:`write_payload` turns it into a directory: one
+in-distribution tests (:class:`~fmmlearn.ood.MaSF`, :class:`~fmmlearn.ood.MahalanobisDetector`,
+:class:`~fmmlearn.ood.KNNDetector`).  :func:`write_payload` turns it into a directory: one
 ``payload.json`` describing the tree and one ``.npy`` file per array (written and read with
 ``allow_pickle=False``, so an object array -- which only pickle can hold -- is refused both ways).
 A DataFrame is stored column by column: numeric and boolean columns as arrays, the others as JSON
@@ -40,9 +41,9 @@ def file_digest(path: Path) -> str:
 
 
 def _allowed_estimators() -> dict:
-    from ..ood import MaSF
+    from ..ood import KNNDetector, MahalanobisDetector, MaSF
 
-    return {"MaSF": MaSF}
+    return {"MaSF": MaSF, "MahalanobisDetector": MahalanobisDetector, "KNNDetector": KNNDetector}
 
 
 class _Writer:

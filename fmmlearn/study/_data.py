@@ -18,7 +18,8 @@ from sklearn.model_selection import train_test_split
 
 from .._random import offset_seed
 
-__all__ = ["BUNDLED_DATASETS", "Splits", "check_dataset_name", "dataset_names", "load_splits", "split_texts"]
+__all__ = ["BUNDLED_DATASETS", "Splits", "check_dataset_name", "dataset_names", "load_splits", "other_domain_texts",
+           "split_texts"]
 
 #: Short names of the offline corpora (``fmmlearn.datasets`` loaders).
 BUNDLED_DATASETS = {"tweets": "load_tweet_sentiment", "bbc-news": "load_bbc_news"}
@@ -133,6 +134,40 @@ def _bundled_splits(name, n_train, n_valid, n_test, seed) -> Splits:
     if all(s is not None for s in sizes):  # draw just that many (stratified) before splitting: the corpora are large
         X, y = _subsample(X, y, sum(sizes), "n_train + n_valid + n_test", seed)
     return split_texts(X, y, n_train=n_train, n_valid=n_valid, n_test=n_test, random_state=seed, name=name)
+
+
+def other_domain_texts(value, n: int, seed: int) -> tuple:
+    """The texts of the other-domain control: ``n`` of a bundled corpus (stratified), or the texts given.
+
+    Parameters
+    ----------
+    value : None, str or sequence of str
+        ``None``: no control; a name of :data:`BUNDLED_DATASETS`; or the texts themselves.
+    n : int
+        Texts drawn from a bundled corpus (its size at most).
+    seed : int
+
+    Returns
+    -------
+    tuple of str
+    """
+    from .. import datasets
+    from ._options import option_error
+
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        if value not in BUNDLED_DATASETS:
+            raise option_error("other_domain", f"expected one of {sorted(BUNDLED_DATASETS)} or a list of texts, "
+                                               f"got {value!r}.")
+        bunch = getattr(datasets, BUNDLED_DATASETS[value])(random_state=seed)
+        X, y = _subsample(list(bunch.data), np.asarray(bunch.target), min(n, len(bunch.target)), "other_domain", seed)
+        return tuple(X)
+    texts = tuple(_as_list(value))
+    if not texts or not all((isinstance(t, str) and t.strip()) or (isinstance(t, tuple) and len(t) == 2)
+                            for t in texts):
+        raise option_error("other_domain", "expected a non-empty list of non-empty texts (or of sentence pairs).")
+    return texts
 
 
 def _paper_splits(name, n_train, n_valid, n_test, seed) -> Splits:

@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from .._signals import signals_as_interrupts
 from .._validation import StrictInterval
+from ..ood import DEFAULT_DETECTOR
 from ._cache import StageCache, model_identity
 from ._metadata import study_metadata
 from ._names import model_label
@@ -89,14 +90,33 @@ class FaithfulnessStudy(BaseEstimator):
         integrated gradients, beam search) that ``max_examples`` does not
         cap: they share one subset, so they are compared on the same texts,
         while the cheap measures run on all texts (and so on that subset too).
+    curve_examples : int, optional
+        The test texts of the masking stages (random masking, every faithfulness curve and its
+        ``rand`` baseline, the in-distribution report, erasure): a seeded random subset, the one every
+        measure's subset is a prefix of.  The performance stage scores every test text, so a large
+        ``n_test`` with a modest ``curve_examples`` measures accuracy (one forward pass per text) on
+        thousands of texts while the curves stay affordable.  ``None``: every test text.
     measure_params : dict of str to dict, optional
         Parameters per measure, e.g. ``{"int-grad-sign": {"n_steps": 20}}``.
     classifier_params : dict, optional
         Other :class:`~fmmlearn.FaithfulTextClassifier` parameters
         (``max_epochs``, ``learning_rate``, ``max_length``, ...).
     in_distribution : str or None, default="rand"
-        Measure whose masking the MaSF report tests (the paper: ``rand``);
-        ``None`` skips the report.
+        Measure whose masking the in-distribution report tests (the paper:
+        ``rand``); ``None`` skips the report.
+    detector : str, default="mahalanobis-cls-mean-all"
+        The in-distribution test of the report and of the erasure metrics' validity, a name of
+        :data:`fmmlearn.ood.DETECTORS` (``"masf"`` is the paper's).  Its score is fitted on the
+        training texts masked like the training batches, its conformal level on the validation
+        texts (docs/ood.md).  The default had the most power on the matched controls
+        (``benchmarks/ood_power.py``).
+    placeholder : {"auto", "unused", "mean-embedding"}, default="auto"
+        The token of the matched positive control, put where the masking put the mask token: the
+        test's power against it decides whether "not flagged" can be read as in-distribution
+        (docs/ood.md).
+    other_domain : str, sequence of str or None, default=None
+        Texts of another domain, a reported control: a bundled corpus (``"tweets"``,
+        ``"bbc-news"``: as many texts as the test split) or the texts themselves.
     erasure : "auto", str, sequence of str or None, default="auto"
         Measures whose erasure metrics (:func:`fmmlearn.faithfulness.erasure_metrics`:
         comprehensiveness, sufficiency, their AOPC; removal by the mask token,
@@ -127,13 +147,21 @@ class FaithfulnessStudy(BaseEstimator):
         and listed apart with the reason.
     budget : float, optional
         Seconds the faithfulness stage may spend.  Its first round measures
-        every measure on its texts; while time is left and comparisons that
-        involve a costly measure are undecided, further rounds add
-        ``rules["budget"]["block"]`` texts to the costly measures' shared
-        subset.  The rounds spend the error rate alpha-wise (round ``r``
-        decides at level ``1 - alpha / 2^(r+1)``), so the verdicts stay
-        valid however the rounds stop.  ``None``: one round at the rules'
-        confidence level.
+        every measure on its texts (the pilot); while time is left and
+        comparisons that involve a costly measure are undecided, further
+        rounds add texts to the costly measures of those comparisons: as
+        many as the pilot's estimates and standard errors say would decide
+        them at the next round's level (at least ``rules["budget"]["block"]``,
+        cut to what the budget pays for).  The rounds spend the error rate
+        alpha-wise (round ``r`` decides at level ``1 - alpha / 2^(r+1)``), so
+        the verdicts stay valid however the rounds stop.  ``None``: one round
+        at the rules' confidence level.
+    budget_pairs : sequence of (str, str), optional
+        The comparisons the budget rounds try to decide (e.g. those a claim
+        needs); ``None``: every comparison with a costly measure.
+    budget_models : sequence of float, optional
+        The masking ratios of fine-tuning whose comparisons the rounds try
+        to decide (the texts are added for every model); ``None``: all.
     rules : path-like or dict, optional
         The verdict rules (margins, levels, widths): default the shipped
         ``fmmlearn/study/verdict_rules.json``; a path to a complete rules
@@ -194,6 +222,9 @@ class FaithfulnessStudy(BaseEstimator):
         "measure_params": [dict, None],
         "classifier_params": [dict, None],
         "in_distribution": [str, None],
+        "detector": [str],
+        "placeholder": [str],
+        "other_domain": [str, "array-like", None],
         "erasure": [str, "array-like", None],
         "erasure_k": [numbers.Real, "array-like"],
         "explain_method": [str, None],
@@ -211,17 +242,21 @@ class FaithfulnessStudy(BaseEstimator):
         "n_jobs": [StrictInterval(numbers.Integral, None, None, closed="neither"), None],
         "stages": ["array-like", None],
         "costly_examples": [StrictInterval(numbers.Integral, 2, None, closed="left"), None],
+        "curve_examples": [StrictInterval(numbers.Integral, 2, None, closed="left"), None],
         "budget": [StrictInterval(numbers.Real, 0, None, closed="neither"), None],
+        "budget_pairs": ["array-like", None],
+        "budget_models": ["array-like", None],
         "rules": [str, os.PathLike, dict, None],
     }
 
     def __init__(self, model="minilm", *, masking_ratios=(0.0, 1.0), measures=DEFAULT_MEASURES, seeds=(0,),
                  ratios=None, metric=None, n_train=None, n_valid=None, n_test=None, max_examples=None,
-                 measure_params=None, classifier_params=None, in_distribution="rand", erasure="auto",
+                 measure_params=None, classifier_params=None, in_distribution="rand", detector=DEFAULT_DETECTOR,
+                 placeholder="auto", other_domain=None, erasure="auto",
                  erasure_k=DEFAULT_ERASURE_K, explain_method=None, n_explain=5, convergence_threshold="auto",
                  segment="first", n_baseline=5, n_bootstrap=9999, confidence_level=0.95, device="auto",
                  cache_dir=None, random_state=0, verbose=1, n_jobs=None, stages=None, costly_examples=None,
-                 budget=None, rules=None):
+                 curve_examples=None, budget=None, budget_pairs=None, budget_models=None, rules=None):
         self.model = model
         self.masking_ratios = masking_ratios
         self.measures = measures
@@ -235,6 +270,9 @@ class FaithfulnessStudy(BaseEstimator):
         self.measure_params = measure_params
         self.classifier_params = classifier_params
         self.in_distribution = in_distribution
+        self.detector = detector
+        self.placeholder = placeholder
+        self.other_domain = other_domain
         self.erasure = erasure
         self.erasure_k = erasure_k
         self.explain_method = explain_method
@@ -251,7 +289,10 @@ class FaithfulnessStudy(BaseEstimator):
         self.n_jobs = n_jobs
         self.stages = stages
         self.costly_examples = costly_examples
+        self.curve_examples = curve_examples
         self.budget = budget
+        self.budget_pairs = budget_pairs
+        self.budget_models = budget_models
         self.rules = rules
 
     # ------------------------------------------------------------------ running

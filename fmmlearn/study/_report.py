@@ -54,7 +54,7 @@ def _setup_rows(result) -> list[tuple[str, str]]:
         ("importance measures", measures),
         ("masking ratios of the curves", ", ".join(f"{r:g}" for r in sorted(result.curves["ratio"].unique()))),
         ("metric", data["metric"]),
-        ("validation split", "selects the best epoch and calibrates the in-distribution test (MaSF)"),
+        ("validation split", "selects the best epoch and calibrates the in-distribution test (its conformal level)"),
         ("precision", f"{meta['precision']['inference']} for forward passes, gradient measures in "
                       f"{', '.join(sorted({v for k, v in meta['precision']['measures'].items()}))} "
                       f"on {meta['precision']['device']}"),
@@ -158,10 +158,19 @@ def _in_distribution_rows(result) -> list[dict]:
                      "expected": f"{rec['expected']:.1%}",
                      "negative": f"{rec['negative_share']:.1%}" if rec.get("negative_n") else "–",
                      "negative_ci": interval(rec["negative_low"], rec["negative_high"], 1, style="percent"),
-                     "positive": f"{rec['positive_share']:.1%}",
-                     "positive_ci": interval(rec["positive_low"], rec["positive_high"], 1, style="percent"),
+                     "power": f"{rec['power']:.1%}",
+                     "power_ci": interval(rec["power_low"], rec["power_high"], 1, style="percent"),
+                     "random": f"{rec['random_share']:.1%}",
+                     "other": f"{rec['other_domain_share']:.1%}" if rec.get("other_domain_n") else "–",
                      "verdict": rec["verdict"], "reason": rec["reason"], "ok": rec["verdict"] == "in-distribution"})
     return rows
+
+
+def _detector_name(result) -> str:
+    verdicts = result.frames.get("in_distribution_verdicts")
+    if verdicts is None or not len(verdicts) or "detector" not in verdicts.columns:
+        return "MaSF"
+    return str(verdicts["detector"].iloc[0])
 
 
 def _null_share_text(result) -> str:
@@ -317,6 +326,7 @@ def report_context(result, title: str | None = None) -> dict:
         "in_distribution_ran": not result.in_distribution.empty,
         "no_figure": "Nothing to draw: no fit counted (see the accuracy section).",
         "null_share": _null_share_text(result),
+        "detector": _detector_name(result),
         "baseline": _baseline_name(result),
         "model_comparisons": _comparison_rows(result, "models"),
         "measure_comparisons": _comparison_rows(result, "measures"),

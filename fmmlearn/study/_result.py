@@ -14,7 +14,7 @@ __all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]
 
 #: The frames of the built-in stages, in the order they are saved (a study with more stages has more).
 FRAMES = ("performance", "curves", "racu", "racu_summary", "comparisons", "in_distribution", "masf_controls",
-          "in_distribution_verdicts", "erasure", "explanations", "outcomes", "timings")
+          "in_distribution_verdicts", "power_curves", "erasure", "explanations", "outcomes", "timings")
 _METADATA = "metadata.json"
 _FORMATS = ("parquet", "csv")
 #: Seconds a save waits for another process saving into the same directory.
@@ -53,9 +53,23 @@ class StudyResult:
         and ``most_faithful`` (the highest RACU of the model when all its
         RACUs are reliable, else the highest ACU).
     in_distribution : pandas.DataFrame
-        The MaSF reports (:func:`fmmlearn.ood.in_distribution_report`) of
-        all models and seeds: per ratio and threshold, the share of masked
-        test examples with ``p < threshold`` and dataset-level p-values.
+        The in-distribution reports (:func:`fmmlearn.ood.in_distribution_report`,
+        with the study's ``detector``) of all models and seeds: per ratio and
+        threshold, the share of masked test examples with ``p < threshold``
+        (and its CI), the share of the matched positive control flagged
+        (``matched_proportion``) and dataset-level p-values.
+    masf_controls : pandas.DataFrame
+        Per model, seed and control (``negative``, ``matched``, ``random``,
+        ``other domain``): the share flagged at the rules' level with its
+        Wilson CI and the test's null share (docs/ood.md).
+    in_distribution_verdicts : pandas.DataFrame
+        Per model: the flagged share of masked test texts (ratios strictly
+        inside 0 and 1), the power against the matched control, the
+        controls, ``size_for_power`` (the data multiplier the power curve
+        gives for enough power) and the verdict with its reason.
+    power_curves : pandas.DataFrame
+        Per model and seed: the test refitted on shares (``fraction``) of its
+        texts and its power against the matched control.
     erasure : pandas.DataFrame
         ERASER's erasure metrics (:func:`fmmlearn.faithfulness.erasure_metrics`,
         removal by the mask token) of the ``erasure`` measures and of

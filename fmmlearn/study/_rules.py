@@ -33,6 +33,7 @@ _REQUIRED = {
     ("in_distribution", "level"): float,
     ("in_distribution", "null_share_range"): list,
     ("in_distribution", "max_excess"): float,
+    ("in_distribution", "min_power"): float,
     ("budget", "block"): int,
 }
 

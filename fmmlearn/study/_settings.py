@@ -15,7 +15,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .._validation import check_writable_dir
-from ._data import Splits, check_dataset_name, load_splits
+from ._data import Splits, check_dataset_name, load_splits, other_domain_texts
 from ._options import checked_classifier_params, float_list, int_list, label_metric, option_error, str_list
 from ._rules import load_rules
 
@@ -51,6 +51,9 @@ class StudySettings:
     max_examples: MappingProxyType
     classifier_params: MappingProxyType
     in_distribution: str | None
+    detector: str  # a name of fmmlearn.ood.DETECTORS: the in-distribution test of the report and erasure
+    placeholder: str  # the matched positive control's placeholder (fmmlearn.ood.PLACEHOLDERS)
+    other_domain: tuple  # texts of another domain, a reported control (may be empty)
     erasure: tuple  # empty: no erasure stage; else the measures with "rand" last
     erasure_k: tuple
     explain_method: str | None
@@ -66,7 +69,10 @@ class StudySettings:
     verbose: int
     n_jobs: int | None
     costly_examples: int | None = None
+    curve_examples: int | None = None  # test texts of the masking stages (None: all); performance scores all
     budget: float | None = None
+    budget_pairs: tuple | None = None  # the comparisons the budget rounds try to decide (None: every one)
+    budget_models: tuple | None = None  # the masking ratios whose comparisons they try to decide (None: all)
     rules: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     params: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # the estimator's get_params()
 
@@ -184,6 +190,28 @@ def _checked_measure_option(study, option: str) -> None:
             raise option_error(option, str(exc)) from exc
 
 
+def _checked_pairs(pairs, measures) -> tuple | None:
+    """``budget_pairs`` as a tuple of ``(measure, measure)`` pairs of the study's measures."""
+    if pairs is None:
+        return None
+    out = []
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(m in measures for m in pair):
+            raise option_error("budget_pairs", f"expected pairs of the study's measures {list(measures)}, got "
+                                               f"{pair!r}.")
+        out.append(tuple(pair))
+    return tuple(out)
+
+
+def _checked_detector_options(study) -> None:
+    from ..ood import DETECTORS, PLACEHOLDERS
+
+    if study.detector not in DETECTORS:
+        raise option_error("detector", f"expected one of {sorted(DETECTORS)}, got {study.detector!r}.")
+    if study.placeholder not in PLACEHOLDERS:
+        raise option_error("placeholder", f"expected one of {list(PLACEHOLDERS)}, got {study.placeholder!r}.")
+
+
 def _checked_options(study) -> StudySettings:
     """Every option checked (no data needed); metric and convergence threshold still unresolved."""
     from ..faithfulness import check_ratios
@@ -201,18 +229,24 @@ def _checked_options(study) -> StudySettings:
     caps = _checked_caps(study.max_examples, measures, study.costly_examples)
     for option in ("in_distribution", "explain_method"):
         _checked_measure_option(study, option)
+    _checked_detector_options(study)
     erasure, erasure_k = _checked_erasure(study.erasure, study.erasure_k, measures)
     clf_params = checked_classifier_params(study.classifier_params)
     cache_dir = None if study.cache_dir is None else check_writable_dir(study.cache_dir, "cache_dir")
     return StudySettings(
         model=study.model, masking_ratios=tuple(masking), seeds=tuple(seeds), measures=measures, grid=grid,
         metric=metric, measure_params=_frozen_dict(params), max_examples=_frozen_dict(caps),
-        classifier_params=_frozen_dict(clf_params), in_distribution=study.in_distribution, erasure=erasure,
+        classifier_params=_frozen_dict(clf_params), in_distribution=study.in_distribution,
+        detector=study.detector, placeholder=study.placeholder, other_domain=(), erasure=erasure,
         erasure_k=erasure_k, explain_method=study.explain_method, n_explain=study.n_explain,
         convergence_threshold=study.convergence_threshold, segment=study.segment, n_baseline=study.n_baseline,
         n_bootstrap=study.n_bootstrap, confidence_level=study.confidence_level, device=study.device,
         cache_dir=cache_dir, random_state=study.random_state, verbose=study.verbose, n_jobs=study.n_jobs,
-        costly_examples=study.costly_examples, budget=study.budget, rules=_frozen_dict(load_rules(study.rules)),
+        costly_examples=study.costly_examples, curve_examples=study.curve_examples, budget=study.budget,
+        budget_pairs=_checked_pairs(study.budget_pairs, measures),
+        budget_models=None if study.budget_models is None else tuple(float_list(study.budget_models,
+                                                                                "budget_models")),
+        rules=_frozen_dict(load_rules(study.rules)),
         params=_frozen_dict(study.get_params()))
 
 
@@ -224,9 +258,9 @@ def _checked_splits(settings: StudySettings, splits: Splits) -> None:
     if sizes["test"] < 2:
         raise option_error("n_test", f"the test split has {sizes['test']} example(s); curves need at least 2.")
     if settings.in_distribution is not None and sizes["valid"] < min_calibration_size():
-        raise option_error("n_valid", f"the validation split has {sizes['valid']} examples, but MaSF calibration "
-                                      f"needs at least {min_calibration_size()} (about 60 before any test example "
-                                      "can reach p < 0.05); raise n_valid or pass in_distribution=None.")
+        raise option_error("n_valid", f"the validation split has {sizes['valid']} examples, but the in-distribution "
+                                      f"test needs at least {min_calibration_size()} to calibrate (about 20 before any "
+                                      "test example can reach p < 0.05); raise n_valid or pass in_distribution=None.")
     if settings.n_explain > sizes["test"]:
         raise option_error("n_explain", f"{settings.n_explain} examples asked for, the test split has "
                                         f"{sizes['test']}.")
@@ -250,6 +284,11 @@ def resolve_settings(study, data, y=None) -> tuple[StudySettings, Splits]:
     splits = load_splits(data, y, n_train=study.n_train, n_valid=study.n_valid, n_test=study.n_test,
                          random_state=study.random_state)
     _checked_splits(settings, splits)
+    other = other_domain_texts(study.other_domain, len(splits.y_test), study.random_state)
+    if other and isinstance(splits.X_test[0], tuple):
+        raise option_error("other_domain", "the data are sentence pairs; give pairs of another domain as a list of "
+                                           "(a, b) tuples, not a corpus of single texts.")
+    settings = replace(settings, other_domain=other)
     metric = settings.metric
     if metric is None:
         from ..metrics import get_metric

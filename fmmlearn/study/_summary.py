@@ -99,19 +99,30 @@ def _in_distribution_lines(result) -> list[str]:
     if verdicts is None or not len(verdicts):
         return []
     expected = " or ".join(dict.fromkeys(f"{row['expected']:.1%}" for row in verdicts.to_dict("records")))
-    lines = [f"Are masked inputs in-distribution? (MaSF: the share of masked test texts flagged at p < {LEVEL:g}, "
-             f"masking ratios 10-90 %; the test flags {expected} of in-distribution texts, from its calibration "
-             "size):"]
+    detector = verdicts["detector"].iloc[0] if "detector" in verdicts.columns else "MaSF"
+    lines = [f"Are masked inputs in-distribution? ({detector}: the share of masked test texts flagged at p < "
+             f"{LEVEL:g}, masking ratios 10-90 %; it flags {expected} of in-distribution texts; power: the share "
+             "of the same texts flagged with a never-seen placeholder where the mask token is):"]
     for row in verdicts.to_dict("records"):
-        negative = interval(row["negative_low"], row["negative_high"], 0, style="percent")
-        controls = (f"negative control {row['negative_share']:.0%} {negative}" if row.get("negative_n")
-                    else "no negative control (too few validation texts)")
         flagged = interval(row["flagged_low"], row["flagged_high"], 1, style="percent")
         note = "" if row.get("counted", True) else " (no fit counted: all seeds, for information)"
-        lines.append(f"  {row['model']}{note}: {row['flagged']:.1%} {flagged} "
-                     f"flagged: {row['verdict']} ({row['reason']}; {controls}, positive control "
-                     f"{row['positive_share']:.0%}).")
+        lines.append(f"  {row['model']}{note}: {row['flagged']:.1%} {flagged} flagged: {row['verdict']} "
+                     f"({row['reason']}); {_controls_text(row)}.")
     return lines
+
+
+def _controls_text(row) -> str:
+    """The power and the controls of one verdict row, in a few words."""
+    parts = [f"power {row['power']:.0%} {interval(row['power_low'], row['power_high'], 0, style='percent')}"]
+    if row.get("negative_n"):
+        parts.append(f"negative control {row['negative_share']:.0%} "
+                     f"{interval(row['negative_low'], row['negative_high'], 0, style='percent')}")
+    else:
+        parts.append("no negative control (too few validation texts)")
+    parts.append(f"random tokens {row['random_share']:.0%}")
+    if row.get("other_domain_n"):
+        parts.append(f"another domain {row['other_domain_share']:.0%}")
+    return ", ".join(parts)
 
 
 def _verdict(flag) -> str:
@@ -130,7 +141,8 @@ def _erasure_lines(result) -> list[str]:
     alpha = meta.get("alpha", LEVEL)
     aopc = rows[rows["aopc"]]
     grid = ", ".join(f"{k:.0%}" for k in meta.get("k", sorted(rows["k"].dropna().unique())))
-    lines = [f"Erasure metrics (AOPC over the top k = {grid} of the tokens; valid when MaSF flags at most "
+    lines = [f"Erasure metrics (AOPC over the top k = {grid} of the tokens; valid when the in-distribution test flags "
+             "at most "
              f"{alpha * meta.get('max_invalid_factor', 2.0):.0%} of the erased inputs at p < {alpha:g}):"]
     order = ("valid", "not valid", "not checked")
     for method in [m for m in pd.unique(aopc["method"]) if m != "rand"]:

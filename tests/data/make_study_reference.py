@@ -2,6 +2,10 @@
 
 The reference was made with fmmlearn at commit dcf0207, before the study became a
 pipeline of stage objects (issue 23): the refactor must not change a single number.
+It was moved deliberately once since (issue 34): the in-distribution stage fits the study's
+detector (score on the training texts, conformal level on the validation texts) and reports
+the matched control, the power curve and the rules-version-2 verdicts, and the erasure
+validity reads that detector; every other frame is unchanged.
 Run from the repository root only to *deliberately* move the reference (and say why
 in the commit):
 

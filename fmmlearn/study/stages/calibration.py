@@ -1,10 +1,10 @@
-"""Stage ``calibration``: one MaSF per model, shared by the in-distribution report and the erasure metrics."""
+"""Stage ``calibration``: one in-distribution test per model, shared by the in-distribution report and the erasure metrics."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..._random import generator
+from ..._random import derive_seed, generator
 from .._cache import content_key
 from .._names import model_label
 from .._pipeline import Job, Stage
@@ -13,15 +13,15 @@ __all__ = ["CONTROL_MIN_VALID", "CONTROL_SHARE", "CalibrationStage", "calibratio
 
 #: The share of the validation texts held out of calibration as the in-distribution (negative) control...
 CONTROL_SHARE = 0.2
-#: ... when the validation split has at least this many texts (the rest must still calibrate MaSF well).
+#: ... when the validation split has at least this many texts (the rest must still calibrate the test well).
 CONTROL_MIN_VALID = 80
 
 
 def calibration_split(settings, n_valid: int) -> tuple[np.ndarray, np.ndarray]:
     """``(calibration, control)`` indices into the validation split (seeded by ``random_state``).
 
-    The control texts are never seen by MaSF: masked like the training batches and scored like the
-    test texts, the share MaSF flags among them estimates the test's size on real in-distribution
+    The control texts are never seen by the test: masked like the training batches and scored like
+    the test texts, the share flagged among them estimates the test's size on real in-distribution
     texts of this model, the negative control of the in-distribution report.
     """
     if n_valid < CONTROL_MIN_VALID:
@@ -32,38 +32,50 @@ def calibration_split(settings, n_valid: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class CalibrationStage(Stage):
-    """MaSF fitted for every model on the validation split masked like the training batches.
+    """The study's in-distribution test (``settings.detector``) fitted for every model.
 
-    The texts (all of the validation split, less the negative-control texts when it has at least
-    ``CONTROL_MIN_VALID``) are masked with the run's seed exactly as ``fit`` masked its batches, one
-    group per text, and the folds are sized so that the test's null share at 0.05 lies between 4 and
-    5 % (``MaSF(fold_fractions="auto")``).  The in-distribution report and the erasure metrics read
-    the same fitted test.  Skipped when neither runs.
+    Its score (MaSF: levels 1 and 2) is fitted on the training texts masked exactly as ``fit``
+    masked its first epoch (one more forward pass over the training texts); its conformal level on
+    the validation texts masked like the training batches (less the negative-control texts when the
+    split has at least ``CONTROL_MIN_VALID``), so the p-values are valid while the score sees every
+    training text (docs/ood.md).  The in-distribution report and the erasure metrics read the same
+    fitted test; the report also refits it on shares of these features for its power curve, so the
+    payload keeps them.  Skipped when neither runs.
     """
 
     name = "calibration"
     requires = ("settings", "splits", "models", "fit_keys")
-    provides = ("calibrations", "calibration_texts")
+    provides = ("calibrations", "calibration_texts", "calibration_features")
 
     def jobs(self, context) -> list:
         settings, sp = context["settings"], context["splits"]
         if settings.in_distribution is None and not settings.erasure:
             return []
         calibration, _ = calibration_split(settings, len(sp.y_valid))
-        key = ("calibration", content_key(sp.X_valid), calibration.tolist(), "auto")
-        return [Job(run, (*key, run[1]), method="MaSF calibration", n_examples=len(calibration),
-                    label=f"{model_label(run[0])} seed {run[1]} ({len(calibration)} texts)") for run in settings.runs]
+        key = ("calibration", settings.detector, content_key(sp.X_train), content_key(sp.X_valid),
+               calibration.tolist())
+        return [Job(run, (*key, run[1]), method=f"{settings.detector} calibration",
+                    n_examples=len(sp.y_train) + len(calibration),
+                    label=f"{model_label(run[0])} seed {run[1]} ({len(sp.y_train)} + {len(calibration)} texts)")
+                for run in settings.runs]
 
     def compute(self, clf, job, context) -> dict:
-        from ...ood import MaSF, calibration_features
+        from ...ood import calibration_features, calibration_groups, make_detector
 
-        sp, seed = context["splits"], job.run[1]
-        texts = [sp.X_valid[i] for i in job.key[2]]
-        features, groups = calibration_features(clf, texts, random_state=seed, return_groups=True)
-        return {"masf": MaSF(fold_fractions="auto", random_state=seed).fit(features, groups=groups)}
+        settings, sp, seed = context["settings"], context["splits"], job.run[1]
+        detector = make_detector(settings.detector, random_state=seed)
+        # The fit's own seed: the training copy is masked exactly as the first epoch was.
+        reference = calibration_features(clf, sp.X_train, random_state=seed, pooling=detector.pooling)
+        held_out = calibration_features(clf, [sp.X_valid[i] for i in job.key[4]], random_state=derive_seed(seed, 7),
+                                        pooling=detector.pooling)
+        groups = calibration_groups(len(sp.X_train), 1)
+        detector.fit(reference, groups=groups, calibration=held_out)
+        return {"detector": detector, "reference": reference, "groups": groups, "held_out": held_out}
 
     def finish(self, context, results) -> dict:
         settings, n_valid = context["settings"], len(context["splits"].y_valid)
         calibration, control = calibration_split(settings, n_valid)
-        return {"calibrations": {job.run: payload["masf"] for job, payload in results.items()},
-                "calibration_texts": {"calibration": calibration, "control": control}}
+        return {"calibrations": {job.run: payload["detector"] for job, payload in results.items()},
+                "calibration_texts": {"calibration": calibration, "control": control},
+                "calibration_features": {job.run: {k: payload[k] for k in ("reference", "groups", "held_out")}
+                                         for job, payload in results.items()}}

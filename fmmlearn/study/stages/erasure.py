@@ -56,9 +56,9 @@ class ErasureStage(Stage):
         for run in settings.runs:
             masf = context["calibrations"].get(run)
             if masf is None or not masf.pvalue_floor_ < ERASURE_ALPHA:
-                unchecked = (f"MaSF's smallest p-value is {masf.pvalue_floor_:.3g} (a level-3 fold of "
-                             f"{len(masf.level3_reference_)} texts), not below {ERASURE_ALPHA:g}") if masf else \
-                    "no MaSF was calibrated"
+                unchecked = (f"the in-distribution test's smallest p-value is {masf.pvalue_floor_:.3g} (a "
+                             f"conformal level of {round(1 / masf.pvalue_floor_) - 1} texts), not below "
+                             f"{ERASURE_ALPHA:g}") if masf else "no in-distribution test was calibrated"
                 masf = None
             jobs += [self._job(settings, sp, run, method, subset, idx, masf) for method, (subset, idx) in plan]
         with runtime.progress(self.name, len(jobs)) as bar:

@@ -42,7 +42,7 @@ class FaithfulnessStage(Stage):
 
     name = "faithfulness"
     requires = ("settings", "splits", "models", "fit_keys", "gold", "classes", "score", "subsets", "converged",
-                "random_masking_curves", "subset_order")
+                "random_masking_curves", "subset_order", "curve_texts")
     provides = ("curves", "outcomes", "racu", "racu_summary", "measured_subsets", "masking_predictions",
                 "comparison_rounds", "rounds")
     frames = ("curves", "outcomes", "racu", "racu_summary")
@@ -76,15 +76,17 @@ class FaithfulnessStage(Stage):
         costly = [m for m in settings.measures[1:] if is_costly(m) and blocks[m][0].size < len(context["gold"])]
         reason = "no budget" if settings.budget is None else None
         while reason is None:
-            reason, block = self._next_block(context, rounds[-1], results, blocks, costly, started)
+            reason, added = self._next_blocks(context, rounds[-1], results, blocks, costly, started, len(rounds))
             if reason is not None:
                 break
-            jobs = [self._job(settings, context["splits"], run, m, 0, block) for run in settings.runs for m in costly]
-            with runtime.progress(f"{self.name} +{len(block)}", len(jobs)) as bar:
+            jobs = [self._job(settings, context["splits"], run, m, 0, block) for run in settings.runs
+                    for m, block in added.items()]
+            with runtime.progress(f"{self.name} +{max(len(b) for b in added.values())}", len(jobs)) as bar:
                 results.update(runtime.run_jobs(self, jobs, context, bar))
-            for m in costly:
+            for m, block in added.items():
                 blocks[m].append(block)
-            history.append({"round": len(rounds), "added_texts": int(len(block)), "measures": list(costly)})
+            history.append({"round": len(rounds), "added_texts": int(max(len(b) for b in added.values())),
+                            "measures": list(added), "texts": {m: int(len(b)) for m, b in added.items()}})
             rounds.append(self._compare(context, results, blocks, len(rounds)))
         from .._comparisons import final_comparisons
 
@@ -104,26 +106,45 @@ class FaithfulnessStage(Stage):
                                    self._predictions(context, results, blocks), level=level, round_index=round_index)
 
     @staticmethod
-    def _next_block(context, last, results, blocks, costly, started):
-        """``(None, texts to add)``, or ``(why no round follows, None)``."""
+    def _next_blocks(context, last, results, blocks, costly, started, round_index):
+        """``(None, {measure: texts to add})``, or ``(why no round follows, None)``.
+
+        The open comparisons (inconclusive, with a costly measure; only ``budget_pairs`` and
+        ``budget_models`` when given) say which costly measures get texts, and how many: from each
+        open comparison's estimate and standard error, the texts at which the next round's interval
+        (at its spent level) would be narrow enough to decide it were the estimate to stay, a tenth
+        more for safety, at least the rules' block.  What the budget cannot pay for is cut.
+        """
         settings = context["settings"]
-        open_pairs = last[(last["verdict"] == "inconclusive") & (last["first"].isin(costly)
-                                                                 | last["second"].isin(costly))]
+        open_pairs = _open_comparisons(last, costly, settings)
         if open_pairs.empty:
             return "every comparison with a costly measure is decided", None
-        taken = set(np.concatenate(blocks[costly[0]]).tolist())
-        left = [i for i in context["subset_order"] if i not in taken]
-        if not left:
+        wanted = _texts_to_decide(open_pairs, settings, round_index)
+        curve = set(context["curve_texts"].tolist())  # the rand baseline covers these only
+        added = {}
+        for m, n_wanted in wanted.items():
+            taken = set(np.concatenate(blocks[m]).tolist())
+            left = [i for i in context["subset_order"] if i not in taken and i in curve]
+            size = max(n_wanted - len(taken), settings.rules["budget"]["block"])
+            if left:
+                added[m] = np.sort(np.asarray(left[:size], dtype=np.int64))
+        if not added:
             return "no test text left to add", None
-        block = np.sort(np.asarray(left[: settings.rules["budget"]["block"]], dtype=np.int64))
-        # seconds per added text, all runs and costly measures together (cached jobs: their first computation)
-        per_text = sum(payload["seconds"] for job, payload in results.items()
-                       if job.method in costly and job.data["draw"] == 0) / len(taken)
+        # seconds per added text and measure, all runs together (cached jobs: their first computation)
+        per_text = {m: sum(p["seconds"] for job, p in results.items() if job.method == m and job.data["draw"] == 0)
+                    / sum(len(b) for b in blocks[m]) for m in added}
         elapsed = time.perf_counter() - started
-        if elapsed + per_text * len(block) > settings.budget:
-            return (f"the budget ({settings.budget:g} s) would be exceeded ({elapsed:.0f} s spent, the next "
-                    f"{len(block)} texts would take about {per_text * len(block):.0f} s)"), None
-        return None, block
+        cost = sum(per_text[m] * len(b) for m, b in added.items())
+        left_s = settings.budget - elapsed
+        if cost > left_s:  # cut every block by the same share, down to one rules block
+            share = max(left_s / cost, 0.0)
+            minimum = settings.rules["budget"]["block"]
+            added = {m: b[: max(minimum, int(len(b) * share))] for m, b in added.items()}
+            cost = sum(per_text[m] * len(b) for m, b in added.items())
+            if cost > left_s:
+                return (f"the budget ({settings.budget:g} s) would be exceeded ({elapsed:.0f} s spent, the next "
+                        f"texts would take about {cost:.0f} s)"), None
+        return None, added
 
     @staticmethod
     def _predictions(context, results, blocks) -> dict:
@@ -200,15 +221,17 @@ class FaithfulnessStage(Stage):
             base = {"model": model_label(run[0]), "max_masking_ratio": run[0], "seed": run[1],
                     "converged": converged[run]}
             for rec in context["random_masking_curves"][run].to_dict("records"):
-                rows.append({**base, **rec, "subset": "all"})
+                rows.append({**base, **rec, "subset": subsets["rand"][0]})
             rand_pred, rand_fraction = self._baseline(context, payloads, run)
             for name, idx in {name: idx for name, idx in subsets.values()}.items():
                 # the baseline (mean of the draws) on every subset a measure uses
-                rows += self._curve_rows(context, base, "rand", name, rand_pred[:, :, idx], rand_fraction[:, :, idx],
+                at = _in_baseline(subsets, idx)
+                rows += self._curve_rows(context, base, "rand", name, rand_pred[:, :, at], rand_fraction[:, :, at],
                                          gold[idx])
             for d in range(settings.n_baseline):
                 outcome_parts.append(_outcome_frame(base, "rand", d, grid, subsets["rand"][1],
-                                                    payloads[(run, "rand", d)], gold, context["classes"]))
+                                                    payloads[(run, "rand", d)], gold[subsets["rand"][1]],
+                                                    context["classes"]))
             for method in settings.measures[1:]:
                 payload = payloads[(run, method, 0)]
                 name, idx = subsets[method]
@@ -248,7 +271,7 @@ class FaithfulnessStage(Stage):
             for method in settings.measures[1:]:
                 name, idx = subsets[method]
                 pred = payloads[(run, method, 0)]["pred"][None]
-                areas = self._areas(context, pred, rand_pred[None][..., idx], gold[idx])
+                areas = self._areas(context, pred, rand_pred[None][..., _in_baseline(subsets, idx)], gold[idx])
                 rows.append({"model": model_label(run[0]), "max_masking_ratio": run[0], "seed": run[1],
                              "converged": converged[run], "method": method, "signed": get_measure(method).signed,
                              "subset": name, "n_examples": len(idx), **_area_columns(areas, settings.rules)})
@@ -268,7 +291,8 @@ class FaithfulnessStage(Stage):
                        "n_examples": len(idx), "n_seeds": len(seeds)}
                 if seeds:
                     pred = np.stack([payloads[((ratio, s), method, 0)]["pred"] for s in seeds])
-                    base = np.stack([self._baseline(context, payloads, (ratio, s))[0][..., idx] for s in seeds])
+                    at = _in_baseline(subsets, idx)
+                    base = np.stack([self._baseline(context, payloads, (ratio, s))[0][..., at] for s in seeds])
                     row.update(_area_columns(self._areas(context, pred, base, gold[idx]), settings.rules))
                     for kind in ("racu", "acu"):
                         per_seed = racu[(racu["max_masking_ratio"] == ratio) & (racu["method"] == method)
@@ -279,9 +303,52 @@ class FaithfulnessStage(Stage):
         frame = pd.DataFrame(rows).reindex(columns=_SUMMARY_COLUMNS)
         frame.insert(3, "signed", [get_measure(m).signed for m in frame["method"]])
         for column in ("reliable", "racu_stable", "acu_stable"):
-            frame[column] = frame[column].fillna(False).astype(bool)
+            frame[column] = frame[column].fillna(0).astype(bool)  # NaN: no interval, so not reliable or stable
         frame["most_faithful"] = most_faithful_rows(frame, comparisons)
         return frame
+
+
+def _open_comparisons(last: pd.DataFrame, costly, settings) -> pd.DataFrame:
+    """The inconclusive comparisons with a costly measure that the budget rounds try to decide."""
+    rows = last[(last["verdict"] == "inconclusive") & (last["first"].isin(costly) | last["second"].isin(costly))]
+    if settings.budget_models is not None:
+        rows = rows[rows["model"].isin([model_label(r) for r in settings.budget_models])]
+    if settings.budget_pairs is not None:
+        pairs = {frozenset(p) for p in settings.budget_pairs}
+        rows = rows[[frozenset((a, b)) in pairs for a, b in zip(rows["first"], rows["second"])]]
+    return rows
+
+
+def _texts_to_decide(open_pairs: pd.DataFrame, settings, round_index: int) -> dict:
+    """Per costly measure of the open comparisons, the texts that would decide them at the next round's level.
+
+    A comparison with estimate ``d``, margin ``m`` and standard error ``se`` on ``n`` texts is decided
+    by an interval of half-width below ``h = max(|d|, m - |d|)`` (equivalent when ``|d| + h < m``, else
+    ahead once ``|d| - h > 0``); the next round's half-width is ``z' se sqrt(n / n')``, so
+    ``n' = n (z' se / h)^2``, a tenth more as the estimate moves.
+    """
+    from scipy.stats import norm
+
+    from .._rules import spent_level
+    from .._settings import is_costly
+
+    z_next = norm.ppf(1 - (1 - spent_level(settings.confidence_level, round_index)) / 2)
+    wanted = {}
+    for row in open_pairs.to_dict("records"):
+        z_now = norm.ppf(1 - (1 - row["confidence_level"]) / 2)
+        se = (row["ci_high"] - row["ci_low"]) / (2 * z_now)
+        d, m = abs(row["estimate"]), row["margin"]
+        h = max(d, m - d)
+        n = int(np.ceil(1.1 * row["n_examples"] * (z_next * se / h) ** 2)) if se > 0 and h > 0 else row["n_examples"]
+        for method in (row["first"], row["second"]):
+            if is_costly(method):
+                wanted[method] = max(wanted.get(method, 0), n)
+    return wanted
+
+
+def _in_baseline(subsets, idx) -> np.ndarray:
+    """Positions of the test texts ``idx`` among the ``rand`` baseline's texts (every measure's are among them)."""
+    return np.searchsorted(subsets["rand"][1], idx)
 
 
 def _area_columns(areas: dict, rules) -> dict:

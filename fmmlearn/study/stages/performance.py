@@ -15,7 +15,7 @@ from .._pipeline import Job, Stage
 from .._stats import example_ci, paired_difference
 from ._common import outcomes, test_key
 
-__all__ = ["PerformanceStage", "choose_subsets", "subset_order"]
+__all__ = ["PerformanceStage", "choose_subsets", "curve_texts", "subset_name", "subset_order"]
 
 
 def subset_order(settings, n: int) -> np.ndarray:
@@ -23,21 +23,34 @@ def subset_order(settings, n: int) -> np.ndarray:
     return generator(settings.random_state, 1).permutation(n)
 
 
+def curve_texts(settings, n: int) -> np.ndarray:
+    """The test texts of the masking stages: all ``n``, or the first ``curve_examples`` of :func:`subset_order`."""
+    k = settings.curve_examples
+    if k is None or k >= n:
+        return np.arange(n)
+    return np.sort(subset_order(settings, n)[:k])
+
+
+def subset_name(idx, n: int) -> str:
+    """``"all"`` or ``"random k"``: how the frames name a subset of the ``n`` test texts."""
+    return "all" if len(idx) >= n else f"random {len(idx)}"
+
+
 def choose_subsets(settings, n: int) -> dict:
     """Test examples of each measure: ``name -> (subset name, indices)``.
 
-    All of them, or a random subset: the first ``k`` of :func:`subset_order`, so the subsets are
-    nested and any two measures share the smaller one (the costly measures, with ``costly_examples``,
-    share one).
+    The curve texts (:func:`curve_texts`: all of them, or ``curve_examples``), or a random subset of
+    them: the first ``k`` of :func:`subset_order`, so the subsets are nested and any two measures share
+    the smaller one (the costly measures, with ``costly_examples``, share one).  ``rand``, the
+    baseline, always covers every curve text.
     """
     order = subset_order(settings, n)
+    n_curve = len(curve_texts(settings, n))
     subsets = {}
     for method in settings.measures:
         cap = settings.max_examples.get(method)
-        if cap is None or cap >= n:
-            subsets[method] = ("all", np.arange(n))
-        else:
-            subsets[method] = (f"random {cap}", np.sort(order[:cap]))
+        k = n_curve if cap is None or method == "rand" else min(cap, n_curve)
+        subsets[method] = (subset_name(np.arange(k), n), np.arange(n) if k >= n else np.sort(order[:k]))
     return subsets
 
 
@@ -51,8 +64,8 @@ class PerformanceStage(Stage):
 
     name = "performance"
     requires = ("settings", "splits", "models", "fit_keys", "fit_info")
-    provides = ("gold", "classes", "lengths", "truncated", "score", "subsets", "subset_order", "converged",
-                "test_predictions", "blind", "performance")
+    provides = ("gold", "classes", "lengths", "truncated", "score", "subsets", "subset_order", "curve_texts",
+                "converged", "test_predictions", "blind", "performance")
     frames = ("performance",)
 
     def jobs(self, context) -> list:
@@ -81,7 +94,8 @@ class PerformanceStage(Stage):
             index=False)}
         return {"gold": gold, "classes": classes, "lengths": lengths, "truncated": first["truncated"],
                 "score": score, "subsets": choose_subsets(settings, len(gold)),
-                "subset_order": subset_order(settings, len(gold)), "converged": converged,
+                "subset_order": subset_order(settings, len(gold)), "curve_texts": curve_texts(settings, len(gold)),
+                "converged": converged,
                 "test_predictions": {run: payloads[run]["pred"] for run in settings.runs},
                 "blind": {"name": blind_name, "pred": blind}, "performance": frame}
 

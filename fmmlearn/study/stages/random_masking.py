@@ -16,21 +16,23 @@ class RandomMaskingStage(Stage):
     """
 
     name = "random masking"
-    requires = ("settings", "splits", "models", "fit_keys")
+    requires = ("settings", "splits", "models", "fit_keys", "curve_texts")
     provides = ("random_masking_curves",)
 
     def jobs(self, context) -> list:
-        settings, sp = context["settings"], context["splits"]
-        key = (test_key(sp), settings.grid.tolist(), settings.metric.name)
-        return [Job(run, (*key, run[1]), method="random-masking", n_examples=len(sp.y_test))
-                for run in settings.runs]
+        settings, sp, idx = context["settings"], context["splits"], context["curve_texts"]
+        # the key names the curve texts only when they are a subset (so earlier caches stay valid)
+        texts = () if len(idx) == len(sp.y_test) else (idx.tolist(),)
+        key = (test_key(sp), settings.grid.tolist(), settings.metric.name, *texts)
+        return [Job(run, (*key, run[1]), method="random-masking", n_examples=len(idx)) for run in settings.runs]
 
     def compute(self, clf, job, context) -> dict:
         from ...faithfulness import random_masking_curve
 
-        settings, sp = context["settings"], context["splits"]
-        curve = random_masking_curve(clf, sp.X_test, sp.y_test.tolist(), ratios=settings.grid.tolist(),
-                                     metric=settings.metric.name, random_state=job.run[1])
+        settings, sp, idx = context["settings"], context["splits"], context["curve_texts"]
+        curve = random_masking_curve(clf, [sp.X_test[i] for i in idx], sp.y_test[idx].tolist(),
+                                     ratios=settings.grid.tolist(), metric=settings.metric.name,
+                                     random_state=job.run[1])
         return {"curve": curve}
 
     def finish(self, context, results) -> dict:
