@@ -189,6 +189,24 @@ def test_curve_examples_score_accuracy_on_every_test_text_and_mask_a_subset(tiny
     assert (result.masf_controls.query("control == 'matched'")["n_examples"] == 20 * 9).all()
 
 
+def test_curve_seeds_measure_the_curves_of_some_seeds_and_the_accuracy_of_all(study_run, tiny_model_dir, toy_data,
+                                                                               count_fits):
+    """The fits and their accuracy come from the cache of the full study; only seed 0's curves are measured."""
+    result, cache = study_run
+    one = tiny_study(tiny_model_dir, cache, curve_seeds=[0]).run(*toy_data)
+    assert count_fits == []
+    assert len(one.performance) == 4 and set(one.racu["seed"]) == {0} and set(one.curves["seed"]) == {0}
+    models = one.comparisons.query("kind == 'models'")
+    measures = one.comparisons.query("kind == 'measures'")
+    assert (models["n_seeds"] == 2).all() and (measures["n_seeds"] == 1).all()
+    pd.testing.assert_frame_equal(models.reset_index(drop=True),
+                                  result.comparisons.query("kind == 'models'").reset_index(drop=True))
+    full = result.racu.query("seed == 0").reset_index(drop=True)
+    pd.testing.assert_frame_equal(one.racu.reset_index(drop=True), full)  # seed 0's numbers do not change
+    with pytest.raises(ValueError, match="curve_seeds"):
+        tiny_study(tiny_model_dir, cache, curve_seeds=[5]).run(*toy_data)
+
+
 def test_curves_equal_the_public_faithfulness_functions(study_run, toy_data):
     """The per-example route reproduces faithfulness_curve / random_masking_curve / racu exactly."""
     result, cache = study_run

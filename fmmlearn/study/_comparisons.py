@@ -55,7 +55,7 @@ def measure_comparisons(settings, gold, score, converged: dict, predictions: dic
     margin = rules["comparisons"]["acu_margin"]
     rows = []
     for ratio in settings.masking_ratios:
-        seeds = [s for s in settings.seeds if converged[(ratio, s)]]
+        seeds = [s for s in settings.curve_seed_list if converged[(ratio, s)]]
         if not seeds:
             continue
         for first, second in combinations(settings.measures[1:], 2):

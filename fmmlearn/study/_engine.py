@@ -96,6 +96,11 @@ class FaithfulnessStudy(BaseEstimator):
         measure's subset is a prefix of.  The performance stage scores every test text, so a large
         ``n_test`` with a modest ``curve_examples`` measures accuracy (one forward pass per text) on
         thousands of texts while the curves stay affordable.  ``None``: every test text.
+    curve_seeds : sequence of int, optional
+        The seeds whose models the masking stages measure (a subset of ``seeds``); the others are
+        fitted and scored on the test texts only.  The accuracy comparison of the models reads every
+        seed (fine-tuning noise is its largest error), the comparisons of measures within a model
+        mostly vary with the texts.  ``None``: every seed.
     measure_params : dict of str to dict, optional
         Parameters per measure, e.g. ``{"int-grad-sign": {"n_steps": 20}}``.
     classifier_params : dict, optional
@@ -243,6 +248,7 @@ class FaithfulnessStudy(BaseEstimator):
         "stages": ["array-like", None],
         "costly_examples": [StrictInterval(numbers.Integral, 2, None, closed="left"), None],
         "curve_examples": [StrictInterval(numbers.Integral, 2, None, closed="left"), None],
+        "curve_seeds": ["array-like", None],
         "budget": [StrictInterval(numbers.Real, 0, None, closed="neither"), None],
         "budget_pairs": ["array-like", None],
         "budget_models": ["array-like", None],
@@ -256,7 +262,8 @@ class FaithfulnessStudy(BaseEstimator):
                  erasure_k=DEFAULT_ERASURE_K, explain_method=None, n_explain=5, convergence_threshold="auto",
                  segment="first", n_baseline=5, n_bootstrap=9999, confidence_level=0.95, device="auto",
                  cache_dir=None, random_state=0, verbose=1, n_jobs=None, stages=None, costly_examples=None,
-                 curve_examples=None, budget=None, budget_pairs=None, budget_models=None, rules=None):
+                 curve_examples=None, curve_seeds=None, budget=None, budget_pairs=None, budget_models=None,
+                 rules=None):
         self.model = model
         self.masking_ratios = masking_ratios
         self.measures = measures
@@ -290,6 +297,7 @@ class FaithfulnessStudy(BaseEstimator):
         self.stages = stages
         self.costly_examples = costly_examples
         self.curve_examples = curve_examples
+        self.curve_seeds = curve_seeds
         self.budget = budget
         self.budget_pairs = budget_pairs
         self.budget_models = budget_models

@@ -340,14 +340,16 @@ class Runtime:
         with tqdm(total=total, desc=f"{stage:>15}", unit="job", disable=not self.verbose, leave=True) as bar:
             yield bar
 
-    def record(self, stage: str, run, method, cached: bool, wall: float, info: dict, n_examples: int) -> None:
-        """One row of the timings table."""
+    def record(self, stage: str, run, method, cached: bool, wall: float, info: dict, n_examples: int,
+               precision: str | None = None) -> None:
+        """One row of the timings table (``precision``: a measure forced to a reduced precision, else fp32)."""
         from ._names import model_label
 
         counts = info.get("counts", {})
         ratio, seed = run if run is not None else (np.nan, None)
         self.timings.append({"stage": stage, "model": None if run is None else model_label(ratio),
-                             "max_masking_ratio": ratio, "seed": seed, "method": method, "cached": cached,
+                             "max_masking_ratio": ratio, "seed": seed, "method": method,
+                             "precision": precision or "fp32", "cached": cached,
                              "seconds": wall, "compute_seconds": info.get("seconds", np.nan),
                              "n_examples": n_examples,
                              **{k: counts.get(k, 0) for k in ("forward_rows", "forward_tokens", "gradient_rows")}})
@@ -373,7 +375,8 @@ class Runtime:
             self.cache.save(stage.name, key, {**out, "seconds": info["seconds"], "counts": info["counts"]})
             # what was stored, read back: a fresh run and a resumed one see the very same payload
             payload = self.cache.load(stage.name, key)
-        self.record(stage.name, job.run, job.method, cached, time.perf_counter() - start, payload, job.n_examples)
+        self.record(stage.name, job.run, job.method, cached, time.perf_counter() - start, payload, job.n_examples,
+                    precision=job.data.get("precision"))
         return payload
 
     def run_jobs(self, stage: Stage, jobs: list, context: Context, bar) -> dict:

@@ -13,8 +13,9 @@ from ._tables import LEVEL, erasure_by_model, measure_costs
 __all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]
 
 #: The frames of the built-in stages, in the order they are saved (a study with more stages has more).
-FRAMES = ("performance", "curves", "racu", "racu_summary", "comparisons", "in_distribution", "masf_controls",
-          "in_distribution_verdicts", "power_curves", "erasure", "explanations", "outcomes", "timings")
+FRAMES = ("performance", "curves", "racu", "racu_summary", "precision_probe", "comparisons", "in_distribution",
+          "masf_controls", "in_distribution_verdicts", "power_curves", "erasure", "explanations", "outcomes",
+          "timings")
 _METADATA = "metadata.json"
 _FORMATS = ("parquet", "csv")
 #: Seconds a save waits for another process saving into the same directory.
@@ -52,6 +53,11 @@ class StudyResult:
         least half of it, so RACU's denominator is known to about +-50 %)
         and ``most_faithful`` (the highest RACU of the model when all its
         RACUs are reliable, else the highest ACU).
+    precision_probe : pandas.DataFrame
+        Where the machine runs bf16 faster: per model, seed and costly measure, its ACU and RACU on the
+        probe texts in fp32 and in bf16, the change as a share of the planned interval's half-width, and
+        whether the measure's other texts ran in bf16 (``accepted``; docs/benchmarks.md).  Empty when
+        every measure ran in fp32.
     in_distribution : pandas.DataFrame
         The in-distribution reports (:func:`fmmlearn.ood.in_distribution_report`,
         with the study's ``detector``) of all models and seeds: per ratio and

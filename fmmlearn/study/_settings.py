@@ -70,6 +70,7 @@ class StudySettings:
     n_jobs: int | None
     costly_examples: int | None = None
     curve_examples: int | None = None  # test texts of the masking stages (None: all); performance scores all
+    curve_seeds: tuple | None = None  # seeds of the masking stages (None: all); fits and performance use all
     budget: float | None = None
     budget_pairs: tuple | None = None  # the comparisons the budget rounds try to decide (None: every one)
     budget_models: tuple | None = None  # the masking ratios whose comparisons they try to decide (None: all)
@@ -80,6 +81,16 @@ class StudySettings:
     def runs(self) -> list:
         """``(max_masking_ratio, seed)`` of every fine-tuned model, masking ratio by masking ratio."""
         return [(r, seed) for r in self.masking_ratios for seed in self.seeds]
+
+    @property
+    def curve_seed_list(self) -> tuple:
+        """The seeds whose models the masking stages measure (``curve_seeds``, else every seed)."""
+        return self.seeds if self.curve_seeds is None else self.curve_seeds
+
+    @property
+    def curve_runs(self) -> list:
+        """``(max_masking_ratio, seed)`` of the models the masking stages measure."""
+        return [(r, seed) for r in self.masking_ratios for seed in self.curve_seed_list]
 
 
 def _checked_measures(values) -> tuple:
@@ -190,6 +201,16 @@ def _checked_measure_option(study, option: str) -> None:
             raise option_error(option, str(exc)) from exc
 
 
+def _checked_curve_seeds(curve_seeds, seeds) -> tuple | None:
+    """``curve_seeds`` as a tuple of the study's seeds (``None``: all of them)."""
+    if curve_seeds is None:
+        return None
+    chosen = tuple(int_list(curve_seeds, "curve_seeds"))
+    if not chosen or not set(chosen) <= set(seeds):
+        raise option_error("curve_seeds", f"expected a non-empty subset of the seeds {list(seeds)}, got {list(chosen)}.")
+    return tuple(s for s in seeds if s in chosen)
+
+
 def _checked_pairs(pairs, measures) -> tuple | None:
     """``budget_pairs`` as a tuple of ``(measure, measure)`` pairs of the study's measures."""
     if pairs is None:
@@ -242,7 +263,8 @@ def _checked_options(study) -> StudySettings:
         convergence_threshold=study.convergence_threshold, segment=study.segment, n_baseline=study.n_baseline,
         n_bootstrap=study.n_bootstrap, confidence_level=study.confidence_level, device=study.device,
         cache_dir=cache_dir, random_state=study.random_state, verbose=study.verbose, n_jobs=study.n_jobs,
-        costly_examples=study.costly_examples, curve_examples=study.curve_examples, budget=study.budget,
+        costly_examples=study.costly_examples, curve_examples=study.curve_examples,
+        curve_seeds=_checked_curve_seeds(study.curve_seeds, seeds), budget=study.budget,
         budget_pairs=_checked_pairs(study.budget_pairs, measures),
         budget_models=None if study.budget_models is None else tuple(float_list(study.budget_models,
                                                                                 "budget_models")),

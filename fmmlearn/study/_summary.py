@@ -173,5 +173,20 @@ def summary_lines(result) -> list[str]:
     sizes = data["sizes"]
     head = (f"Faithfulness study on {data['name']}: {sizes['train']} training, {sizes['valid']} validation and "
             f"{sizes['test']} test texts, {len(result.metadata.get('seeds', []))} seed(s).")
-    return [head, *_performance_lines(result), *_faithfulness_lines(result), *_in_distribution_lines(result),
-            *_erasure_lines(result)]
+    return [head, *_performance_lines(result), *_faithfulness_lines(result), *_precision_lines(result),
+            *_in_distribution_lines(result), *_erasure_lines(result)]
+
+
+def _precision_lines(result) -> list[str]:
+    """What the precision probe decided per costly measure, with its largest change (docs/benchmarks.md)."""
+    probe = result.frames.get("precision_probe")
+    if probe is None or not len(probe):
+        return []
+    parts = []
+    for method, rows in probe.groupby("method", sort=False):
+        worst = rows["share_of_half_width"].max()
+        where = "bf16" if bool(rows["accepted"].all()) else "fp32"
+        parts.append(f"{method} in {where} (ACU changed by at most {rows['acu_change'].max():.4f}, "
+                     f"{worst:.0%} of its interval's half-width)")
+    return ["Precision (each measure's first texts computed in fp32 and in bf16; bf16 kept where it moved ACU "
+            "and RACU by less than a tenth of their interval's half-width): " + "; ".join(parts) + "."]

@@ -57,7 +57,7 @@ class CalibrationStage(Stage):
         return [Job(run, (*key, run[1]), method=f"{settings.detector} calibration",
                     n_examples=len(sp.y_train) + len(calibration),
                     label=f"{model_label(run[0])} seed {run[1]} ({len(sp.y_train)} + {len(calibration)} texts)")
-                for run in settings.runs]
+                for run in settings.curve_runs]
 
     def compute(self, clf, job, context) -> dict:
         from ...ood import calibration_features, calibration_groups, make_detector

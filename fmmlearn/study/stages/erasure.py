@@ -53,7 +53,7 @@ class ErasureStage(Stage):
         if not plan:
             return {"erasure": pd.DataFrame(), "erasure_info": None}
         unchecked, jobs = None, []
-        for run in settings.runs:
+        for run in settings.curve_runs:
             masf = context["calibrations"].get(run)
             if masf is None or not masf.pvalue_floor_ < ERASURE_ALPHA:
                 unchecked = (f"the in-distribution test's smallest p-value is {masf.pvalue_floor_:.3g} (a "

@@ -67,7 +67,7 @@ class ExplanationsStage(Stage):
         if settings.n_explain == 0 or method is None:
             return []
         performance, chosen, models = context["performance"], self._chosen(context), {}
-        for run in settings.runs:  # the first converged seed of each model (else its first seed)
+        for run in settings.curve_runs:  # the first converged seed of each model (else its first seed)
             row = performance[(performance["max_masking_ratio"] == run[0]) & (performance["seed"] == run[1])]
             label, converged = model_label(run[0]), bool(row["converged"].iloc[0])
             if label not in models or (not models[label][1] and converged):

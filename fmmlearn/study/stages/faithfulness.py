@@ -42,44 +42,53 @@ class FaithfulnessStage(Stage):
 
     name = "faithfulness"
     requires = ("settings", "splits", "models", "fit_keys", "gold", "classes", "score", "subsets", "converged",
-                "random_masking_curves", "subset_order", "curve_texts")
+                "random_masking_curves", "subset_order", "curve_texts", "reduced_dtype")
     provides = ("curves", "outcomes", "racu", "racu_summary", "measured_subsets", "masking_predictions",
-                "comparison_rounds", "rounds")
-    frames = ("curves", "outcomes", "racu", "racu_summary")
+                "comparison_rounds", "rounds", "precision_probe")
+    frames = ("curves", "outcomes", "racu", "racu_summary", "precision_probe")
 
     # ---------------------------------------------------------------- the jobs
     @staticmethod
-    def _job(settings, sp, run, method, draw, idx) -> Job:
+    def _job(settings, sp, run, method, draw, idx, precision=None) -> Job:
+        """One curve: ``method`` on texts ``idx`` of ``run``; ``precision`` forces the measure's (the probe's bf16)."""
         name = method if method != "rand" else f"rand (baseline draw {draw + 1})"
+        params = dict(settings.measure_params.get(method, {}))
+        if precision is not None:
+            params["precision"] = precision
+            name += f", {precision}"
         key = (test_key(sp), np.asarray(idx).tolist(), method, settings.grid.tolist(), baseline_seed(run[1], draw),
-               settings.segment, settings.measure_params.get(method, {}))
-        return Job(run, key, method=method, n_examples=len(idx), data={"draw": draw},
+               settings.segment, params)
+        return Job(run, key, method=method, n_examples=len(idx), data={"draw": draw, "precision": precision},
                    label=f"{model_label(run[0])} seed {run[1]}: {name} ({len(idx)} examples)")
 
     def jobs(self, context) -> list:
         """Round 0: every measure (and every ``rand`` draw) on its subset of the test texts."""
-        settings, sp, subsets = context["settings"], context["splits"], context["subsets"]
-        pairs = [("rand", d) for d in range(settings.n_baseline)] + [(m, 0) for m in settings.measures[1:]]
-        return [self._job(settings, sp, run, method, draw, subsets[method][1]) for run in settings.runs
-                for method, draw in pairs]
+        return self._first_jobs(context, {m: [idx] for m, (_, idx) in context["subsets"].items()})
 
     def execute(self, context, runtime) -> dict:
-        """Round 0, then -- with a ``budget`` -- rounds adding texts to the costly measures while verdicts are open."""
+        """Round 0 (with the precision probe), then -- with a ``budget`` -- rounds while verdicts are open."""
+        from .._comparisons import final_comparisons
+        from .._precision import probe_plan
         from .._settings import is_costly
 
-        settings = context["settings"]
+        settings, sp = context["settings"], context["splits"]
         started = time.perf_counter()
         blocks = {m: [idx] for m, (_, idx) in context["subsets"].items()}  # measure -> index blocks so far
+        plan = probe_plan(context, list(settings.measures[1:]))
+        for m in plan.methods if plan else ():
+            blocks[m] = [plan.probe[m]]  # the probe texts first, in fp32; the rest after the probe's judgement
         with runtime.progress(self.name, len(self.jobs(context))) as bar:
-            results = runtime.run_jobs(self, self.jobs(context), context, bar)
-        rounds, history = [self._compare(context, results, blocks, 0)], []
-        costly = [m for m in settings.measures[1:] if is_costly(m) and blocks[m][0].size < len(context["gold"])]
+            results = runtime.run_jobs(self, self._first_jobs(context, blocks), context, bar)
+        precision, probe = self._probe(context, runtime, plan, results, blocks)
+        rounds, history, snapshots = [self._compare(context, results, blocks, 0)], [], [_copy(blocks)]
+        costly = [m for m in settings.measures[1:] if is_costly(m) and
+                  sum(map(len, blocks[m])) < len(context["gold"])]
         reason = "no budget" if settings.budget is None else None
         while reason is None:
             reason, added = self._next_blocks(context, rounds[-1], results, blocks, costly, started, len(rounds))
             if reason is not None:
                 break
-            jobs = [self._job(settings, context["splits"], run, m, 0, block) for run in settings.runs
+            jobs = [self._job(settings, sp, run, m, 0, block, precision.get(m)) for run in settings.curve_runs
                     for m, block in added.items()]
             with runtime.progress(f"{self.name} +{max(len(b) for b in added.values())}", len(jobs)) as bar:
                 results.update(runtime.run_jobs(self, jobs, context, bar))
@@ -88,13 +97,70 @@ class FaithfulnessStage(Stage):
             history.append({"round": len(rounds), "added_texts": int(max(len(b) for b in added.values())),
                             "measures": list(added), "texts": {m: int(len(b)) for m, b in added.items()}})
             rounds.append(self._compare(context, results, blocks, len(rounds)))
-        from .._comparisons import final_comparisons
-
+            snapshots.append(_copy(blocks))
+        if plan is not None:
+            results, rounds = self._verdicts_hold(context, runtime, results, rounds, snapshots, precision, probe)
         info = {"budget": settings.budget, "rounds": len(rounds), "seconds": time.perf_counter() - started,
                 "stopped": reason, "added": history,
-                "texts": {m: int(sum(len(b) for b in blocks[m])) for m in settings.measures[1:]}}
+                "texts": {m: int(sum(len(b) for b in blocks[m])) for m in settings.measures[1:]},
+                "precision": {m: precision.get(m) or "fp32" for m in settings.measures[1:]}}
         return {**self.finish(context, results, blocks, final_comparisons(rounds)), "comparison_rounds": rounds,
-                "rounds": info}
+                "rounds": info, "precision_probe": probe}
+
+    def _first_jobs(self, context, blocks) -> list:
+        """Round 0: every ``rand`` draw and every measure on its first block of texts, in fp32."""
+        settings, sp = context["settings"], context["splits"]
+        pairs = [("rand", d) for d in range(settings.n_baseline)] + [(m, 0) for m in settings.measures[1:]]
+        return [self._job(settings, sp, run, method, draw, blocks[method][0]) for run in settings.curve_runs
+                for method, draw in pairs]
+
+    def _probe(self, context, runtime, plan, results, blocks) -> tuple[dict, pd.DataFrame]:
+        """The probe texts again in the reduced precision; per measure, the precision of its other texts."""
+        from .._precision import PROBE_COLUMNS, judge_probe
+
+        if plan is None:
+            return {}, pd.DataFrame(columns=list(PROBE_COLUMNS))
+        settings, sp = context["settings"], context["splits"]
+        jobs = [self._job(settings, sp, run, m, 0, plan.probe[m], plan.reduced) for run in settings.curve_runs
+                for m in plan.methods]
+        with runtime.progress(f"{self.name} precision probe", len(jobs)) as bar:
+            reduced = runtime.run_jobs(self, jobs, context, bar)
+        fp32 = {(job.run, job.method): p["pred"] for job, p in results.items()
+                if job.method in plan.methods and job.data["precision"] is None}
+        reduced = {(job.run, job.method): p["pred"] for job, p in reduced.items()}
+        rand_idx = context["subsets"]["rand"][1]
+        draws = {run: np.stack([p["pred"] for job, p in sorted(results.items(), key=lambda kv: kv[0].data["draw"])
+                                if job.method == "rand" and job.run == run]) for run in settings.curve_runs}
+        rand = {(run, m): draws[run][:, :, np.searchsorted(rand_idx, plan.probe[m])] for run in settings.curve_runs
+                for m in plan.methods}
+        precision, probe = judge_probe(context, plan, fp32, reduced, rand)
+        jobs = [self._job(settings, sp, run, m, 0, plan.rest[m], precision[m]) for run in settings.curve_runs
+                for m in plan.methods if len(plan.rest[m])]
+        with runtime.progress(self.name, len(jobs)) as bar:
+            results.update(runtime.run_jobs(self, jobs, context, bar))
+        for m in plan.methods:
+            if len(plan.rest[m]):
+                blocks[m].append(plan.rest[m])
+        return precision, probe
+
+    def _verdicts_hold(self, context, runtime, results, rounds, snapshots, precision, probe):
+        """Back to fp32 for a measure whose reduced precision could flip a verdict; every round compared again."""
+        from .._comparisons import final_comparisons
+        from .._precision import sensitive_measures
+
+        flagged = sensitive_measures(final_comparisons(rounds), probe, precision)
+        if not flagged:
+            return results, rounds
+        settings, sp = context["settings"], context["splits"]
+        kept = {job: p for job, p in results.items() if not (job.method in flagged and job.data["precision"])}
+        jobs = [self._job(settings, sp, job.run, job.method, 0, job.key[1]) for job in results
+                if job.method in flagged and job.data["precision"]]
+        with runtime.progress(f"{self.name} back to fp32", len(jobs)) as bar:
+            kept.update(runtime.run_jobs(self, jobs, context, bar))
+        for m in flagged:
+            precision[m] = None
+        probe.loc[probe["method"].isin(flagged), "accepted"] = False
+        return kept, [self._compare(context, kept, snapshot, r) for r, snapshot in enumerate(snapshots)]
 
     def _compare(self, context, results, blocks, round_index):
         from .._comparisons import measure_comparisons
@@ -154,7 +220,7 @@ class FaithfulnessStage(Stage):
             if job.data["draw"] == 0 and job.method != "rand":
                 by_key[(job.run, job.method, tuple(job.key[1]))] = payload["pred"]
         out = {}
-        for run in context["settings"].runs:
+        for run in context["settings"].curve_runs:
             for method in context["settings"].measures[1:]:
                 parts = [by_key[(run, method, tuple(np.asarray(b).tolist()))] for b in blocks[method]]
                 out[(run, method)] = (np.concatenate(blocks[method]), np.concatenate(parts, axis=1))
@@ -164,13 +230,13 @@ class FaithfulnessStage(Stage):
         """``pred``, ``gold_proba`` and ``masked_fraction``, each of shape ``(n_ratios, n_examples)``."""
         from ...faithfulness import iter_explainer_masking
 
-        settings, sp = context["settings"], context["splits"]
+        sp = context["splits"]
         _, idx, method, grid, seed, segment, params = job.key
         X = [sp.X_test[i] for i in idx]
         encoding = clf.encode(X)
         gold = label_indices(clf.classes_, sp.y_test[list(idx)], "y_test")
         steps = iter_explainer_masking(clf, encoding, gold, method, list(grid), None, segment, random_state=seed,
-                                       **dict(settings.measure_params.get(method, {})))
+                                       **dict(params))
         preds, probas, fractions = [], [], []
         for _, ids in steps:
             pred, proba = outcomes(clf, encoding, gold, input_ids=ids)
@@ -217,7 +283,7 @@ class FaithfulnessStage(Stage):
     def _curve_frames(self, context, payloads):
         settings, gold, subsets, converged = (context[k] for k in ("settings", "gold", "subsets", "converged"))
         rows, outcome_parts, grid = [], [], settings.grid
-        for run in settings.runs:
+        for run in settings.curve_runs:
             base = {"model": model_label(run[0]), "max_masking_ratio": run[0], "seed": run[1],
                     "converged": converged[run]}
             for rec in context["random_masking_curves"][run].to_dict("records"):
@@ -266,7 +332,7 @@ class FaithfulnessStage(Stage):
 
         settings, gold, subsets, converged = (context[k] for k in ("settings", "gold", "subsets", "converged"))
         rows = []
-        for run in settings.runs:
+        for run in settings.curve_runs:
             rand_pred, _ = self._baseline(context, payloads, run)
             for method in settings.measures[1:]:
                 name, idx = subsets[method]
@@ -284,7 +350,7 @@ class FaithfulnessStage(Stage):
         settings, gold, subsets, converged = (context[k] for k in ("settings", "gold", "subsets", "converged"))
         rows = []
         for ratio in settings.masking_ratios:
-            seeds = [seed for seed in settings.seeds if converged[(ratio, seed)]]
+            seeds = [seed for seed in settings.curve_seed_list if converged[(ratio, seed)]]
             for method in settings.measures[1:]:
                 name, idx = subsets[method]
                 row = {"model": model_label(ratio), "max_masking_ratio": ratio, "method": method, "subset": name,
@@ -306,6 +372,11 @@ class FaithfulnessStage(Stage):
             frame[column] = frame[column].fillna(0).astype(bool)  # NaN: no interval, so not reliable or stable
         frame["most_faithful"] = most_faithful_rows(frame, comparisons)
         return frame
+
+
+def _copy(blocks: dict) -> dict:
+    """The blocks of every measure as they are now (a round's texts)."""
+    return {m: list(b) for m, b in blocks.items()}
 
 
 def _open_comparisons(last: pd.DataFrame, costly, settings) -> pd.DataFrame:

@@ -67,7 +67,7 @@ class InDistributionStage(Stage):
                     data={"detector": context["calibrations"][run],
                           "features": context["calibration_features"][run]},
                     label=f"{model_label(run[0])} seed {run[1]}")
-                for run in settings.runs]
+                for run in settings.curve_runs]
 
     def compute(self, clf, job, context) -> dict:
         from ...ood import (calibration_features, hidden_state_features, masked_set_features, masked_test_sets,
@@ -172,9 +172,9 @@ class InDistributionStage(Stage):
         target = rules["in_distribution"]["min_power"]
         rows = []
         for ratio in settings.masking_ratios:
-            runs = [(ratio, s) for s in settings.seeds if context["converged"][(ratio, s)]]
+            runs = [(ratio, s) for s in settings.curve_seed_list if context["converged"][(ratio, s)]]
             counted = bool(runs)
-            runs = runs or [(ratio, s) for s in settings.seeds]  # no fit counts: still say what the test found
+            runs = runs or [(ratio, s) for s in settings.curve_seed_list]  # no fit counts: still say what the test found
             payloads = [p for job, p in results.items() if job.run in runs]
             if not payloads:
                 continue

@@ -54,6 +54,13 @@ def choose_subsets(settings, n: int) -> dict:
     return subsets
 
 
+def _precision_name(dtype) -> str | None:
+    """``"bf16"``, ``"fp16"`` or ``None`` (fp32) for an autocast dtype."""
+    import torch
+
+    return {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype)
+
+
 class PerformanceStage(Stage):
     """Clean test predictions of every model: its metric with a bootstrap CI over the test texts.
 
@@ -65,7 +72,7 @@ class PerformanceStage(Stage):
     name = "performance"
     requires = ("settings", "splits", "models", "fit_keys", "fit_info")
     provides = ("gold", "classes", "lengths", "truncated", "score", "subsets", "subset_order", "curve_texts",
-                "converged", "test_predictions", "blind", "performance")
+                "converged", "test_predictions", "blind", "performance", "reduced_dtype")
     frames = ("performance",)
 
     def jobs(self, context) -> list:
@@ -79,7 +86,9 @@ class PerformanceStage(Stage):
         pred, proba = outcomes(clf, encoding, gold)
         return {"pred": pred, "gold_proba": proba, "gold": gold, "classes": clf.classes_.tolist(),
                 "lengths": encoding.lengths.astype(np.int64),
-                "truncated": np.asarray(encoding.truncated, dtype=bool)}
+                "truncated": np.asarray(encoding.truncated, dtype=bool),
+                # the reduced precision this machine runs faster than fp32 (None: fp32 is as fast)
+                "reduced_dtype": _precision_name(clf.inference_dtype_)}
 
     def finish(self, context, results) -> dict:
         settings = context["settings"]
@@ -97,7 +106,8 @@ class PerformanceStage(Stage):
                 "subset_order": subset_order(settings, len(gold)), "curve_texts": curve_texts(settings, len(gold)),
                 "converged": converged,
                 "test_predictions": {run: payloads[run]["pred"] for run in settings.runs},
-                "blind": {"name": blind_name, "pred": blind}, "performance": frame}
+                "blind": {"name": blind_name, "pred": blind}, "performance": frame,
+                "reduced_dtype": first.get("reduced_dtype")}
 
     @staticmethod
     def _convergence(settings, value, pred, gold, score, blind) -> dict:

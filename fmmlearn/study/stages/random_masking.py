@@ -24,7 +24,7 @@ class RandomMaskingStage(Stage):
         # the key names the curve texts only when they are a subset (so earlier caches stay valid)
         texts = () if len(idx) == len(sp.y_test) else (idx.tolist(),)
         key = (test_key(sp), settings.grid.tolist(), settings.metric.name, *texts)
-        return [Job(run, (*key, run[1]), method="random-masking", n_examples=len(idx)) for run in settings.runs]
+        return [Job(run, (*key, run[1]), method="random-masking", n_examples=len(idx)) for run in settings.curve_runs]
 
     def compute(self, clf, job, context) -> dict:
         from ...faithfulness import random_masking_curve

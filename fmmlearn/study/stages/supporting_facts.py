@@ -67,7 +67,7 @@ class SupportingFactsStage(Stage):
         settings, sp, subsets = context["settings"], context["splits"], context["subsets"]
         spans, flags = occurrences_in_test_split(sp)
         jobs = []
-        for run in settings.runs:
+        for run in settings.curve_runs:
             for method in settings.measures:
                 name, idx = subsets[method]
                 key = ("supporting facts", test_key(sp), idx.tolist(), method, run[1], settings.segment,
