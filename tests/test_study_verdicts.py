@@ -25,6 +25,7 @@ def _curves(rng, gold, slope, n_seeds=2):
 class _Settings:
     def __init__(self, measures, masking_ratios=(1.0,), seeds=(0, 1), rules=None):
         self.measures, self.masking_ratios, self.seeds = ("rand", *measures), masking_ratios, seeds
+        self.curve_seed_list = seeds
         self.grid, self.rules, self.confidence_level = GRID, rules or load_rules(), 0.95
 
         class metric:
@@ -253,6 +254,26 @@ def test_a_spent_budget_stops_after_the_first_round_and_says_why(tiny_model_dir,
     assert "Budget 1e-06 s: 1 round(s), 0 texts added" in result.summary()
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_budget_models_add_texts_to_the_models_whose_comparisons_decide(tiny_model_dir, budget_data, tmp_path):
+    """Claim 3 is about the masked model: only its runs get the texts the rounds add."""
+    result = _budget_study(tiny_model_dir, tmp_path, budget=600.0, masking_ratios=(0.0, 1.0),
+                           budget_models=(1.0,), budget_pairs=[("loo-sign", "inp-grad-sign")]).run(*budget_data)
+    rounds = result.metadata["rounds"]
+    texts = rounds["texts_by_model"]
+    assert rounds["added"]  # the pilot leaves loo-sign vs inp-grad-sign open on these toy data
+    assert texts["masked"]["loo-sign"] > texts["plain"]["loo-sign"] == 10
+    assert all(step["models"] == ["masked"] and step["measures"] == ["loo-sign"] for step in rounds["added"])
+    measured = result.outcomes.query("method == 'loo-sign'").groupby("model")["example"].nunique()
+    assert measured["masked"] == texts["masked"]["loo-sign"] and measured["plain"] == texts["plain"]["loo-sign"]
+    racu = result.racu_summary.set_index(["model", "method"])
+    assert racu.loc[("masked", "loo-sign"), "n_examples"] == texts["masked"]["loo-sign"]
+    assert result.metadata["subsets"]["loo-sign"]["n_examples"] == texts["plain"]["loo-sign"]  # shared by both
+    masked = result.comparisons.query("kind == 'measures' and model == 'masked' and first == 'inp-grad-sign' "
+                                      "and second == 'loo-sign'")
+    assert masked["n_examples"].iloc[0] == texts["masked"]["loo-sign"]
+
+
 def test_the_next_round_is_sized_to_decide_the_open_comparisons():
     """From the pilot's estimate and standard error: the texts at which the next interval would decide."""
     from types import SimpleNamespace
@@ -329,7 +350,7 @@ def _probe_study(model_dir, cache, **options):
     settings = dict(masking_ratios=(0.0, 1.0), measures=["rand", "inp-grad-sign", "loo-sign"], seeds=(0,),
                     n_train=100, n_valid=30, n_test=40, n_baseline=1, n_bootstrap=200, in_distribution=None,
                     erasure=None, n_explain=0, costly_examples=20, classifier_params=fit, device="cpu", verbose=0,
-                    cache_dir=cache)
+                    cache_dir=cache, precision_probe=True)
     return FaithfulnessStudy(model_dir, **{**settings, **options})
 
 

@@ -24,17 +24,19 @@ DEMO_CLASSIFIER = {"max_epochs": 3, "learning_rate": 2e-4, "max_length": 48}
 DEMO_OTHER_DOMAIN = "bbc-news"
 
 
-#: Sizes of the two demo runs.  The costly measures (leave-one-out, integrated gradients, beam search) share one
-#: random subset of the test texts, so they are compared on the same texts; the cheap ones run on all of them.
+#: Sizes of the two demo runs.  Accuracy is measured on every test tweet (one forward pass each); the curves, the
+#: in-distribution report and the erasure metrics on ``curve_examples`` of them.  The costly measures (leave-one-out,
+#: integrated gradients, beam search) share one random subset of those, so they are compared on the same texts;
+#: the cheap ones run on all of them.
 #: While comparisons with a costly measure are undecided, the faithfulness stage adds texts to that subset for
 #: up to ``budget`` seconds (benchmarks/demo_time.py measures the whole run).
 DEMO_PRESETS = {
     "full": {"measures": ("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign"),
-             "n_train": 300, "n_valid": 100, "n_test": 120, "n_baseline": 3, "costly_examples": 40,
-             "budget": 150.0},
+             "n_train": 300, "n_valid": 100, "n_test": 400, "curve_examples": 100, "n_baseline": 3,
+             "costly_examples": 40, "budget": 150.0},
     "quick": {"measures": ("rand", "inp-grad-sign", "loo-sign"),
-              "n_train": 200, "n_valid": 80, "n_test": 60, "n_baseline": 3, "costly_examples": 20,
-              "budget": 30.0},
+              "n_train": 200, "n_valid": 80, "n_test": 200, "curve_examples": 60, "n_baseline": 3,
+              "costly_examples": 20, "budget": 30.0},
 }
 
 
@@ -71,7 +73,10 @@ def add_parser(sub) -> None:
                         help="validation tweets: best-epoch selection and MaSF calibration "
                              f"(default {full['n_valid']}, {quick['n_valid']} with --quick)")
     parser.add_argument("--n-test", type=int, default=None, metavar="N",
-                        help=f"test tweets (default {full['n_test']}, {quick['n_test']} with --quick); the costly "
+                        help=f"test tweets of the accuracy (default {full['n_test']}, {quick['n_test']} with --quick)")
+    parser.add_argument("--curve-examples", type=int, default=None, metavar="N",
+                        help=f"test tweets of the curves, the in-distribution report and the erasure metrics "
+                             f"(default {full['curve_examples']}, {quick['curve_examples']} with --quick); the costly "
                              f"measures start on {full['costly_examples']} of them ({quick['costly_examples']} with "
                              "--quick), shared")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
@@ -107,7 +112,8 @@ def _run_locked(args, output) -> dict:
 
     preset = DEMO_PRESETS["quick" if args.quick else "full"]
     measures = list(args.measures or preset["measures"])
-    sizes = {k: preset[k] if getattr(args, k) is None else getattr(args, k) for k in ("n_train", "n_valid", "n_test")}
+    sizes = {k: preset[k] if getattr(args, k) is None else getattr(args, k)
+             for k in ("n_train", "n_valid", "n_test", "curve_examples")}
     budget = preset["budget"] if args.budget is None else args.budget
     if budget < 0:
         raise ValueError(f"--budget must be 0 or more seconds, got {budget:g}")
@@ -118,7 +124,8 @@ def _run_locked(args, output) -> dict:
         cache_dir=output / "cache",
         random_state=args.seed, verbose=args.verbose)
     say(args, f"fmmlearn demo{' --quick' if args.quick else ''}: plain vs masked fine-tuning of {args.model} on "
-              f"{sizes['n_train']} tweets; measures {', '.join(measures)} on {sizes['n_test']} test tweets.")
+              f"{sizes['n_train']} tweets; accuracy on {sizes['n_test']} test tweets, measures {', '.join(measures)} "
+              f"on {min(sizes['curve_examples'], sizes['n_test'])} of them.")
     cluster = contextlib.nullcontext()
     if args.dask_scheduler:
         from ..distributed import dask_backend

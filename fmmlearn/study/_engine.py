@@ -101,6 +101,13 @@ class FaithfulnessStudy(BaseEstimator):
         fitted and scored on the test texts only.  The accuracy comparison of the models reads every
         seed (fine-tuning noise is its largest error), the comparisons of measures within a model
         mostly vary with the texts.  ``None``: every seed.
+    precision_probe : bool, default=False
+        Where this machine runs bf16 faster (``classifier_params`` precision ``"auto"``), compute each
+        measure's first texts in fp32 and in bf16, and run its other texts in bf16 only when that moves
+        its ACU and RACU by less than a tenth of their planned interval's half-width; a measure goes
+        back to fp32 when its reduced precision could flip a verdict (docs/benchmarks.md, "Reduced
+        precision").  A rejected probe costs its bf16 pass; on MiniLM with AVX512-BF16 the probe rejects
+        leave-one-out, integrated gradients and input x gradient, so it is off by default.
     measure_params : dict of str to dict, optional
         Parameters per measure, e.g. ``{"int-grad-sign": {"n_steps": 20}}``.
     classifier_params : dict, optional
@@ -249,6 +256,7 @@ class FaithfulnessStudy(BaseEstimator):
         "costly_examples": [StrictInterval(numbers.Integral, 2, None, closed="left"), None],
         "curve_examples": [StrictInterval(numbers.Integral, 2, None, closed="left"), None],
         "curve_seeds": ["array-like", None],
+        "precision_probe": ["boolean"],
         "budget": [StrictInterval(numbers.Real, 0, None, closed="neither"), None],
         "budget_pairs": ["array-like", None],
         "budget_models": ["array-like", None],
@@ -262,8 +270,8 @@ class FaithfulnessStudy(BaseEstimator):
                  erasure_k=DEFAULT_ERASURE_K, explain_method=None, n_explain=5, convergence_threshold="auto",
                  segment="first", n_baseline=5, n_bootstrap=9999, confidence_level=0.95, device="auto",
                  cache_dir=None, random_state=0, verbose=1, n_jobs=None, stages=None, costly_examples=None,
-                 curve_examples=None, curve_seeds=None, budget=None, budget_pairs=None, budget_models=None,
-                 rules=None):
+                 curve_examples=None, curve_seeds=None, precision_probe=False, budget=None, budget_pairs=None,
+                 budget_models=None, rules=None):
         self.model = model
         self.masking_ratios = masking_ratios
         self.measures = measures
@@ -298,6 +306,7 @@ class FaithfulnessStudy(BaseEstimator):
         self.costly_examples = costly_examples
         self.curve_examples = curve_examples
         self.curve_seeds = curve_seeds
+        self.precision_probe = precision_probe
         self.budget = budget
         self.budget_pairs = budget_pairs
         self.budget_models = budget_models

@@ -301,9 +301,10 @@ def forward_counter(module):
 
 @contextmanager
 def _measured(clf):
-    """``info`` filled with the block's ``seconds`` and the model's ``counts``."""
+    """``info`` filled with the block's wall ``seconds``, its ``cpu_seconds`` (every thread of the process) and
+    the model's ``counts``."""
     info = {}
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     if clf is None:
         yield info
         info["counts"] = _Counts().as_dict()
@@ -312,6 +313,7 @@ def _measured(clf):
             yield info
         info["counts"] = counts.as_dict()
     info["seconds"] = time.perf_counter() - start
+    info["cpu_seconds"] = time.process_time() - cpu_start
 
 
 # --------------------------------------------------------------------------- the runtime and the runner
@@ -351,6 +353,7 @@ class Runtime:
                              "max_masking_ratio": ratio, "seed": seed, "method": method,
                              "precision": precision or "fp32", "cached": cached,
                              "seconds": wall, "compute_seconds": info.get("seconds", np.nan),
+                             "compute_cpu_seconds": info.get("cpu_seconds", np.nan),
                              "n_examples": n_examples,
                              **{k: counts.get(k, 0) for k in ("forward_rows", "forward_tokens", "gradient_rows")}})
 

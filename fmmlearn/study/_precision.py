@@ -60,12 +60,14 @@ class ProbePlan:
 def probe_plan(context, measures) -> ProbePlan | None:
     """The probe of a study, or ``None`` when every measure stays in fp32.
 
-    No probe when the classifier's precision is not ``"auto"`` (``"fp32"`` stays bit-for-bit fp32), when
-    the machine runs fp32 at least as fast (``reduced_dtype`` of the performance stage is ``None``), or for
-    a measure whose ``measure_params`` set its own ``precision``.
+    No probe unless the study asks for one (``precision_probe=True``), when the classifier's precision is
+    not ``"auto"`` (``"fp32"`` stays bit-for-bit fp32), when the machine runs fp32 at least as fast
+    (``reduced_dtype`` of the performance stage is ``None``), or for a measure whose ``measure_params``
+    set its own ``precision``.
     """
     settings = context["settings"]
-    if settings.classifier_params.get("precision", "auto") != "auto" or context.get("reduced_dtype") is None:
+    if (not settings.precision_probe or settings.classifier_params.get("precision", "auto") != "auto"
+            or context.get("reduced_dtype") is None):
         return None
     methods = [m for m in measures if m != "rand" and "precision" not in settings.measure_params.get(m, {})]
     if not methods:

@@ -71,6 +71,7 @@ class StudySettings:
     costly_examples: int | None = None
     curve_examples: int | None = None  # test texts of the masking stages (None: all); performance scores all
     curve_seeds: tuple | None = None  # seeds of the masking stages (None: all); fits and performance use all
+    precision_probe: bool = False  # judge bf16 per measure by a probe (fmmlearn.study._precision)
     budget: float | None = None
     budget_pairs: tuple | None = None  # the comparisons the budget rounds try to decide (None: every one)
     budget_models: tuple | None = None  # the masking ratios whose comparisons they try to decide (None: all)
@@ -264,7 +265,8 @@ def _checked_options(study) -> StudySettings:
         n_bootstrap=study.n_bootstrap, confidence_level=study.confidence_level, device=study.device,
         cache_dir=cache_dir, random_state=study.random_state, verbose=study.verbose, n_jobs=study.n_jobs,
         costly_examples=study.costly_examples, curve_examples=study.curve_examples,
-        curve_seeds=_checked_curve_seeds(study.curve_seeds, seeds), budget=study.budget,
+        curve_seeds=_checked_curve_seeds(study.curve_seeds, seeds), precision_probe=study.precision_probe,
+        budget=study.budget,
         budget_pairs=_checked_pairs(study.budget_pairs, measures),
         budget_models=None if study.budget_models is None else tuple(float_list(study.budget_models,
                                                                                 "budget_models")),

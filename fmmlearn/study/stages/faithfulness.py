@@ -63,7 +63,7 @@ class FaithfulnessStage(Stage):
 
     def jobs(self, context) -> list:
         """Round 0: every measure (and every ``rand`` draw) on its subset of the test texts."""
-        return self._first_jobs(context, {m: [idx] for m, (_, idx) in context["subsets"].items()})
+        return self._first_jobs(context, _initial_blocks(context))
 
     def execute(self, context, runtime) -> dict:
         """Round 0 (with the precision probe), then -- with a ``budget`` -- rounds while verdicts are open."""
@@ -73,36 +73,43 @@ class FaithfulnessStage(Stage):
 
         settings, sp = context["settings"], context["splits"]
         started = time.perf_counter()
-        blocks = {m: [idx] for m, (_, idx) in context["subsets"].items()}  # measure -> index blocks so far
+        blocks = _initial_blocks(context)  # (masking ratio, measure) -> index blocks so far
         plan = probe_plan(context, list(settings.measures[1:]))
         for m in plan.methods if plan else ():
-            blocks[m] = [plan.probe[m]]  # the probe texts first, in fp32; the rest after the probe's judgement
+            for r in settings.masking_ratios:  # the probe texts first, in fp32; the rest after the probe's judgement
+                blocks[(r, m)] = [plan.probe[m]]
         with runtime.progress(self.name, len(self.jobs(context))) as bar:
             results = runtime.run_jobs(self, self._first_jobs(context, blocks), context, bar)
         precision, probe = self._probe(context, runtime, plan, results, blocks)
         rounds, history, snapshots = [self._compare(context, results, blocks, 0)], [], [_copy(blocks)]
         costly = [m for m in settings.measures[1:] if is_costly(m) and
-                  sum(map(len, blocks[m])) < len(context["gold"])]
+                  sum(map(len, blocks[(settings.masking_ratios[0], m)])) < len(context["gold"])]
         reason = "no budget" if settings.budget is None else None
         while reason is None:
             reason, added = self._next_blocks(context, rounds[-1], results, blocks, costly, started, len(rounds))
             if reason is not None:
                 break
             jobs = [self._job(settings, sp, run, m, 0, block, precision.get(m)) for run in settings.curve_runs
-                    for m, block in added.items()]
+                    for (r, m), block in added.items() if run[0] == r]
             with runtime.progress(f"{self.name} +{max(len(b) for b in added.values())}", len(jobs)) as bar:
                 results.update(runtime.run_jobs(self, jobs, context, bar))
-            for m, block in added.items():
-                blocks[m].append(block)
+            for key, block in added.items():
+                blocks[key].append(block)
             history.append({"round": len(rounds), "added_texts": int(max(len(b) for b in added.values())),
-                            "measures": list(added), "texts": {m: int(len(b)) for m, b in added.items()}})
+                            "measures": list(dict.fromkeys(m for _, m in added)),
+                            "models": list(dict.fromkeys(model_label(r) for r, _ in added)),
+                            "texts": {f"{m} ({model_label(r)})": int(len(b)) for (r, m), b in added.items()}})
             rounds.append(self._compare(context, results, blocks, len(rounds)))
             snapshots.append(_copy(blocks))
         if plan is not None:
             results, rounds = self._verdicts_hold(context, runtime, results, rounds, snapshots, precision, probe)
+        texts = {(r, m): int(sum(len(b) for b in blocks[(r, m)])) for r in settings.masking_ratios
+                 for m in settings.measures[1:]}
         info = {"budget": settings.budget, "rounds": len(rounds), "seconds": time.perf_counter() - started,
                 "stopped": reason, "added": history,
-                "texts": {m: int(sum(len(b) for b in blocks[m])) for m in settings.measures[1:]},
+                "texts": {m: max(texts[(r, m)] for r in settings.masking_ratios) for m in settings.measures[1:]},
+                "texts_by_model": {model_label(r): {m: texts[(r, m)] for m in settings.measures[1:]}
+                                   for r in settings.masking_ratios},
                 "precision": {m: precision.get(m) or "fp32" for m in settings.measures[1:]}}
         return {**self.finish(context, results, blocks, final_comparisons(rounds)), "comparison_rounds": rounds,
                 "rounds": info, "precision_probe": probe}
@@ -111,7 +118,7 @@ class FaithfulnessStage(Stage):
         """Round 0: every ``rand`` draw and every measure on its first block of texts, in fp32."""
         settings, sp = context["settings"], context["splits"]
         pairs = [("rand", d) for d in range(settings.n_baseline)] + [(m, 0) for m in settings.measures[1:]]
-        return [self._job(settings, sp, run, method, draw, blocks[method][0]) for run in settings.curve_runs
+        return [self._job(settings, sp, run, method, draw, blocks[(run[0], method)][0]) for run in settings.curve_runs
                 for method, draw in pairs]
 
     def _probe(self, context, runtime, plan, results, blocks) -> tuple[dict, pd.DataFrame]:
@@ -128,7 +135,7 @@ class FaithfulnessStage(Stage):
         fp32 = {(job.run, job.method): p["pred"] for job, p in results.items()
                 if job.method in plan.methods and job.data["precision"] is None}
         reduced = {(job.run, job.method): p["pred"] for job, p in reduced.items()}
-        rand_idx = context["subsets"]["rand"][1]
+        rand_idx = context["subsets"]["rand"][1]  # round 0: every model's rand covers the curve texts
         draws = {run: np.stack([p["pred"] for job, p in sorted(results.items(), key=lambda kv: kv[0].data["draw"])
                                 if job.method == "rand" and job.run == run]) for run in settings.curve_runs}
         rand = {(run, m): draws[run][:, :, np.searchsorted(rand_idx, plan.probe[m])] for run in settings.curve_runs
@@ -140,7 +147,8 @@ class FaithfulnessStage(Stage):
             results.update(runtime.run_jobs(self, jobs, context, bar))
         for m in plan.methods:
             if len(plan.rest[m]):
-                blocks[m].append(plan.rest[m])
+                for r in settings.masking_ratios:
+                    blocks[(r, m)].append(plan.rest[m])
         return precision, probe
 
     def _verdicts_hold(self, context, runtime, results, rounds, snapshots, precision, probe):
@@ -188,17 +196,20 @@ class FaithfulnessStage(Stage):
         wanted = _texts_to_decide(open_pairs, settings, round_index)
         curve = set(context["curve_texts"].tolist())  # the rand baseline covers these only
         added = {}
-        for m, n_wanted in wanted.items():
-            taken = set(np.concatenate(blocks[m]).tolist())
-            left = [i for i in context["subset_order"] if i not in taken and i in curve]
-            size = max(n_wanted - len(taken), settings.rules["budget"]["block"])
-            if left:
-                added[m] = np.sort(np.asarray(left[:size], dtype=np.int64))
+        # the texts go to the models whose comparisons are to be decided (budget_models), every seed of them
+        for r in settings.budget_models or settings.masking_ratios:
+            for m, n_wanted in wanted.items():
+                taken = set(np.concatenate(blocks[(r, m)]).tolist())
+                left = [i for i in context["subset_order"] if i not in taken and i in curve]
+                size = max(n_wanted - len(taken), settings.rules["budget"]["block"])
+                if left:
+                    added[(r, m)] = np.sort(np.asarray(left[:size], dtype=np.int64))
         if not added:
             return "no test text left to add", None
-        # seconds per added text and measure, all runs together (cached jobs: their first computation)
-        per_text = {m: sum(p["seconds"] for job, p in results.items() if job.method == m and job.data["draw"] == 0)
-                    / sum(len(b) for b in blocks[m]) for m in added}
+        # seconds per added text of a model's measure, its seeds together (cached jobs: their first computation)
+        per_text = {(r, m): sum(p["seconds"] for job, p in results.items()
+                                if job.method == m and job.run[0] == r and job.data["draw"] == 0)
+                    / sum(len(b) for b in blocks[(r, m)]) for r, m in added}
         elapsed = time.perf_counter() - started
         cost = sum(per_text[m] * len(b) for m, b in added.items())
         left_s = settings.budget - elapsed
@@ -222,8 +233,9 @@ class FaithfulnessStage(Stage):
         out = {}
         for run in context["settings"].curve_runs:
             for method in context["settings"].measures[1:]:
-                parts = [by_key[(run, method, tuple(np.asarray(b).tolist()))] for b in blocks[method]]
-                out[(run, method)] = (np.concatenate(blocks[method]), np.concatenate(parts, axis=1))
+                chosen = blocks[(run[0], method)]
+                parts = [by_key[(run, method, tuple(np.asarray(b).tolist()))] for b in chosen]
+                out[(run, method)] = (np.concatenate(chosen), np.concatenate(parts, axis=1))
         return out
 
     def compute(self, clf, job, context) -> dict:
@@ -247,16 +259,19 @@ class FaithfulnessStage(Stage):
 
     # ---------------------------------------------------------------- the frames
     def finish(self, context, results, blocks=None, comparisons=None) -> dict:
-        blocks = blocks or {m: [idx] for m, (_, idx) in context["subsets"].items()}
+        blocks = blocks or _initial_blocks(context)
         payloads = self._joined(context, results, blocks)
-        subsets = {m: (context["subsets"][m][0] if len(blocks[m]) == 1 else f"random {sum(map(len, blocks[m]))}",
-                       np.concatenate(blocks[m])) for m in blocks}
-        context = {**dict(context), "subsets": subsets}  # the frames describe the texts finally measured
+        names = context["subsets"]
+        by_model = {(r, m): (names[m][0] if len(b) == 1 else f"random {sum(map(len, b))}", np.concatenate(b))
+                    for (r, m), b in blocks.items()}
+        # the frames describe the texts finally measured, model by model
+        context = {**dict(context), "subsets": by_model}
         curves, outcome_frame = self._curve_frames(context, payloads)
         racu = self._racu_frame(context, payloads)
         return {"curves": curves, "outcomes": outcome_frame, "racu": racu,
-                "racu_summary": self._racu_summary(context, payloads, racu, comparisons), "measured_subsets": subsets,
-                "masking_predictions": self._predictions(context, results, blocks)}
+                "racu_summary": self._racu_summary(context, payloads, racu, comparisons),
+                "measured_subsets": _shared_subsets(by_model), "masking_predictions": self._predictions(context,
+                                                                                                  results, blocks)}
 
     @staticmethod
     def _joined(context, results, blocks) -> dict:
@@ -268,7 +283,7 @@ class FaithfulnessStage(Stage):
         for (run, method, draw, _), _payload in parts.items():
             if (run, method, draw) in out:
                 continue
-            pieces = [parts[(run, method, draw, tuple(np.asarray(b).tolist()))] for b in blocks[method]]
+            pieces = [parts[(run, method, draw, tuple(np.asarray(b).tolist()))] for b in blocks[(run[0], method)]]
             out[(run, method, draw)] = pieces[0] if len(pieces) == 1 else {
                 key: np.concatenate([p[key] for p in pieces], axis=1) for key in ("pred", "gold_proba",
                                                                                   "masked_fraction")}
@@ -286,21 +301,22 @@ class FaithfulnessStage(Stage):
         for run in settings.curve_runs:
             base = {"model": model_label(run[0]), "max_masking_ratio": run[0], "seed": run[1],
                     "converged": converged[run]}
+            mine = {m: subsets[(run[0], m)] for m in settings.measures}  # this model's texts per measure
             for rec in context["random_masking_curves"][run].to_dict("records"):
-                rows.append({**base, **rec, "subset": subsets["rand"][0]})
+                rows.append({**base, **rec, "subset": mine["rand"][0]})
             rand_pred, rand_fraction = self._baseline(context, payloads, run)
-            for name, idx in {name: idx for name, idx in subsets.values()}.items():
+            for name, idx in {name: idx for name, idx in mine.values()}.items():
                 # the baseline (mean of the draws) on every subset a measure uses
-                at = _in_baseline(subsets, idx)
+                at = _in_baseline(mine, idx)
                 rows += self._curve_rows(context, base, "rand", name, rand_pred[:, :, at], rand_fraction[:, :, at],
                                          gold[idx])
             for d in range(settings.n_baseline):
-                outcome_parts.append(_outcome_frame(base, "rand", d, grid, subsets["rand"][1],
-                                                    payloads[(run, "rand", d)], gold[subsets["rand"][1]],
+                outcome_parts.append(_outcome_frame(base, "rand", d, grid, mine["rand"][1],
+                                                    payloads[(run, "rand", d)], gold[mine["rand"][1]],
                                                     context["classes"]))
             for method in settings.measures[1:]:
                 payload = payloads[(run, method, 0)]
-                name, idx = subsets[method]
+                name, idx = mine[method]
                 rows += self._curve_rows(context, base, method, name, payload["pred"][None],
                                          payload["masked_fraction"][None], gold[idx])
                 outcome_parts.append(_outcome_frame(base, method, 0, grid, idx, payload, gold[idx],
@@ -334,10 +350,11 @@ class FaithfulnessStage(Stage):
         rows = []
         for run in settings.curve_runs:
             rand_pred, _ = self._baseline(context, payloads, run)
+            mine = {m: subsets[(run[0], m)] for m in settings.measures}
             for method in settings.measures[1:]:
-                name, idx = subsets[method]
+                name, idx = mine[method]
                 pred = payloads[(run, method, 0)]["pred"][None]
-                areas = self._areas(context, pred, rand_pred[None][..., _in_baseline(subsets, idx)], gold[idx])
+                areas = self._areas(context, pred, rand_pred[None][..., _in_baseline(mine, idx)], gold[idx])
                 rows.append({"model": model_label(run[0]), "max_masking_ratio": run[0], "seed": run[1],
                              "converged": converged[run], "method": method, "signed": get_measure(method).signed,
                              "subset": name, "n_examples": len(idx), **_area_columns(areas, settings.rules)})
@@ -351,13 +368,14 @@ class FaithfulnessStage(Stage):
         rows = []
         for ratio in settings.masking_ratios:
             seeds = [seed for seed in settings.curve_seed_list if converged[(ratio, seed)]]
+            mine = {m: subsets[(ratio, m)] for m in settings.measures}
             for method in settings.measures[1:]:
-                name, idx = subsets[method]
+                name, idx = mine[method]
                 row = {"model": model_label(ratio), "max_masking_ratio": ratio, "method": method, "subset": name,
                        "n_examples": len(idx), "n_seeds": len(seeds)}
                 if seeds:
                     pred = np.stack([payloads[((ratio, s), method, 0)]["pred"] for s in seeds])
-                    at = _in_baseline(subsets, idx)
+                    at = _in_baseline(mine, idx)
                     base = np.stack([self._baseline(context, payloads, (ratio, s))[0][..., at] for s in seeds])
                     row.update(_area_columns(self._areas(context, pred, base, gold[idx]), settings.rules))
                     for kind in ("racu", "acu"):
@@ -375,8 +393,22 @@ class FaithfulnessStage(Stage):
 
 
 def _copy(blocks: dict) -> dict:
-    """The blocks of every measure as they are now (a round's texts)."""
-    return {m: list(b) for m, b in blocks.items()}
+    """The blocks of every model's measures as they are now (a round's texts)."""
+    return {key: list(b) for key, b in blocks.items()}
+
+
+def _initial_blocks(context) -> dict:
+    """``(masking ratio, measure) -> [texts]``: round 0's texts, the same for every model."""
+    return {(r, m): [idx] for r in context["settings"].masking_ratios for m, (_, idx) in context["subsets"].items()}
+
+
+def _shared_subsets(by_model: dict) -> dict:
+    """Per measure, the texts every model measured (the smallest: the blocks are prefixes of one order)."""
+    out = {}
+    for (_, m), (name, idx) in by_model.items():
+        if m not in out or len(idx) < len(out[m][1]):
+            out[m] = (name, idx)
+    return out
 
 
 def _open_comparisons(last: pd.DataFrame, costly, settings) -> pd.DataFrame:

@@ -86,7 +86,7 @@ class InDistributionStage(Stage):
         matched = masked_set_features(clf, encoding, [(r, ids) for r, ids in steps if 0 < r < 1], pooling=pooling,
                                       placeholder=placeholder)
         curve = power_curve(detector, data["reference"], data["held_out"], np.concatenate([f for _, f in matched]),
-                            groups=data["groups"], alpha=settings.rules["in_distribution"]["level"],
+                            groups=data["groups"], alpha=settings.rules["in_distribution"]["level"], n_draws=2,
                             random_state=seed)
         control = [sp.X_valid[i] for i in job.key[4]]
         negative = detector.pvalues(calibration_features(clf, control, random_state=derive_seed(seed, 5),
@@ -255,7 +255,7 @@ def in_distribution_verdict(flagged, expected, negative, power, multiplier, rule
     if power_low >= rules["min_power"]:
         return "in-distribution", (f"flagged {high:.1%} at most, the null share {expected:.1%} + "
                                    f"{rules['max_excess']:.0%}, by a test with power {power_share:.0%} "
-                                   f"[{power_low:.0%}, ...] against the matched control")
+                                   f"[{power_low:.0%}, {power[2]:.0%}] against the matched control")
     if not np.isfinite(multiplier):
         need = "its power curve does not grow with more texts: another detector is needed"
     elif multiplier <= 1:
