@@ -368,12 +368,29 @@ def _rules_block(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _decision_cost_block(report: dict) -> str:
+    """Per dataset and verdict, the wall and CPU minutes of the jobs it read (benchmarks/decision_cost.py)."""
+    from decision_cost import markdown_rows
+
+    parts = []
+    for name, rows in report.get("decision_costs", {}).items():
+        costs = pd.DataFrame(rows)
+        if len(costs):
+            parts.append(f"**{name}**\n\n" + md_table(["verdict", "stage", "jobs", "wall minutes", "CPU minutes"],
+                                                      markdown_rows(costs)))
+    rounds = "; ".join(f"{name}: {info['rounds']} round(s), stopped: {info['stopped']}"
+                       for name, info in report.get("rounds", {}).items() if info)
+    text = "\n\n".join(parts) or "No timings."
+    return text + (f"\n\nBudget rounds of the faithfulness stage: {rounds}." if rounds else "")
+
+
 def markdown_blocks(report: dict, tables: dict, claims: pd.DataFrame, prose: dict) -> dict:
     """The generated parts of docs/reproduction.md, by marker name."""
     from reading import runtime_block
 
     perf, racu, comparisons = tables["performance"], tables["racu"], tables["comparisons"]
-    blocks = {"setup": _setup_block(report), "rules": _rules_block(report), "runtime": runtime_block(report)}
+    blocks = {"setup": _setup_block(report), "rules": _rules_block(report), "runtime": runtime_block(report),
+              "decision-cost": _decision_cost_block(report)}
     blocks["performance"] = md_table(
         ["dataset", "model", "seed", "accuracy [95% CI]", "input-blind baseline", "difference [95% CI]", "counts"],
         [[r.dataset, r.model, r.seed, f"{_f(r.value)} {_ci(r.low, r.high)}", f"{r.baseline} {_f(r.baseline_value)}",
@@ -541,6 +558,7 @@ def main(argv=None) -> dict:
 
 def reproduce(args, argv: list, out: Path) -> dict:
     """The reproduction into ``out`` (locked by :func:`main`); every file is written atomically."""
+    from decision_cost import decision_costs
     from fmmlearn.study._rules import rules_digest
     from reading import prose_blocks, runtime
 
@@ -561,10 +579,16 @@ def reproduce(args, argv: list, out: Path) -> dict:
         "datasets": {r["plan"].name: {**dataclasses.asdict(r["plan"]), "sizes": r["result"].metadata["data"]["sizes"],
                                       "subsets": r["result"].metadata["subsets"], "seconds": r["seconds"],
                                       "blind": r["result"].metadata.get("blind_baseline")} for r in runs},
-        "runtime": runtime(runs)}
+        "runtime": runtime(runs),
+        "decision_costs": {r["plan"].name: decision_costs(r["result"].timings, r["result"].metadata.get("curve_seeds"))
+                           .to_dict("records") for r in runs},
+        "rounds": {r["plan"].name: r["result"].metadata.get("rounds") for r in runs}}
     claims = claims_table(tables, report["rules"]["rules"])
     for name, frame in {**tables, "claims": claims}.items():
         atomic_write(out / f"{name}.csv", lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
+    for r in runs:  # every job's wall and CPU seconds: what each verdict cost
+        atomic_write(out / f"timings_{r['plan'].name}.csv",
+                     lambda tmp, frame=r["result"].timings: frame.to_csv(tmp, index=False))
     report["claims"] = claims.replace({np.nan: None}).to_dict("records")
     report["figures"] = [p.name for p in figures(runs, out)]
     blocks = markdown_blocks(report, tables, claims, prose_blocks(report, tables, claims))

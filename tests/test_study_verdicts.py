@@ -328,6 +328,14 @@ def test_in_distribution_verdicts_follow_the_rules(flagged, power, negative, mul
     assert got == verdict and reason in why
 
 
+def test_a_negative_control_within_the_rules_excess_holds_the_level():
+    """5 of 30 held-out texts flagged (Wilson [7.3%, 33.6%]) against a null share of 5 %: not clearly above the
+    null share plus the 5 points the verdicts tolerate, so the plain model's 87 % still reads out of distribution."""
+    got, _ = _verdict((0.87, 0.86, 0.89), negative={"share": 5 / 30, "low": 0.073, "high": 0.336, "n": 30},
+                      expected=0.05)
+    assert got == "out of distribution"
+
+
 def test_a_negative_control_below_the_null_share_holds_the_level():
     """A conservative test (fewer flags than the null share) is not a reason to distrust it."""
     got, _ = _verdict((0.01, 0.0, 0.03), negative={"share": 0.0, "low": 0.0, "high": 0.09, "n": 40})

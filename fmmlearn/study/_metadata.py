@@ -90,6 +90,8 @@ def study_metadata(settings, splits, context, stages, frames: dict, timings: pd.
         "runs": [{"model": model_label(r), "max_masking_ratio": r, "seed": seed,
                   "fit_key": context["fit_keys"][(r, seed)]} for r, seed in runs],
         "seeds": list(settings.seeds),
+        "curve_seeds": list(settings.curve_seed_list),
+        "curve_examples": int(len(context["curve_texts"])) if "curve_texts" in context else None,
         "subsets": {m: {"name": name, "n_examples": int(len(idx))}
                     for m, (name, idx) in context.get("measured_subsets", context["subsets"]).items()},
         "rounds": context.get("rounds"),

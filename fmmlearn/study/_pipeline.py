@@ -375,7 +375,8 @@ class Runtime:
             clf = None if job.run is None else context["models"][job.run].get()
             with _measured(clf) as info:
                 out = stage.compute(clf, job, context)
-            self.cache.save(stage.name, key, {**out, "seconds": info["seconds"], "counts": info["counts"]})
+            self.cache.save(stage.name, key, {**out, "seconds": info["seconds"], "cpu_seconds": info["cpu_seconds"],
+                                              "counts": info["counts"]})
             # what was stored, read back: a fresh run and a resumed one see the very same payload
             payload = self.cache.load(stage.name, key)
         self.record(stage.name, job.run, job.method, cached, time.perf_counter() - start, payload, job.n_examples,

@@ -243,10 +243,13 @@ def in_distribution_verdict(flagged, expected, negative, power, multiplier, rule
     """
     share, low, high = flagged
     limit = expected + rules["max_excess"]
-    if negative["n"] and negative["low"] > expected:
+    # The verdicts tolerate max_excess above the null share; a test that flags clearly more held-out
+    # in-distribution texts than that does not hold its level.
+    if negative["n"] and negative["low"] > limit:
         return "not readable", (f"the negative control's flagged share {negative['share']:.1%} "
                                 f"[{negative['low']:.1%}, {negative['high']:.1%}] is above the null share "
-                                f"{expected:.1%}: the test does not hold its level on this model's held-out texts")
+                                f"{expected:.1%} + {rules['max_excess']:.0%}: the test does not hold its level on "
+                                "this model's held-out texts")
     if low > limit:
         return "out of distribution", f"flagged {low:.1%} at least, above {expected:.1%} + {rules['max_excess']:.0%}"
     if high > limit:
