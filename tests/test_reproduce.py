@@ -252,7 +252,7 @@ def test_the_doc_has_every_block_the_script_writes(reproduce):
     names = set(re.findall(r"<!-- reproduce:([\w-]+) -->", text))
     expected = {"setup", "rules", "runtime", "claims", "reading-summary", "reading-1", "reading-2", "reading-3",
                 "reading-4", "reading-support", "performance", "random-masking", "racu", "comparisons", "masf",
-                "masf-ratios", "supporting-facts", "erasure"}
+                "masf-ratios", "supporting-facts", "erasure", "decision-cost"}
     assert names == expected
     assert np.all([f"<!-- /reproduce:{n} -->" in text for n in names])
 
