@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import softmax
 
 from .encoding import SEGMENT_A, SEGMENT_B
+from .modeling import probabilities
 
 __all__ = ["aggregate_words", "example_table", "token_frame", "word_frame"]
 
@@ -151,7 +151,7 @@ def example_table(clf, encoding, logits, gold_idx, measure) -> pd.DataFrame:
     -------
     pandas.DataFrame
     """
-    proba = softmax(np.asarray(logits, dtype=np.float64), axis=1)
+    proba = probabilities(logits)
     best = proba.argmax(axis=1)
     n = len(encoding)
     table = {"example": np.arange(n, dtype=np.int64), "method": measure.name}

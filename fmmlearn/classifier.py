@@ -34,8 +34,8 @@ from .encoding import encode, validate_texts
 from .exceptions import DegenerateModelWarning
 from .masking import MASKING_STRATEGIES
 from .metrics import get_metric
-from .modeling import (PRECISIONS, attach_adapters, check_peft_config, load_pretrained, predict_logits, resolve_device,
-                       resolve_max_length, resolve_precision)
+from .modeling import (PRECISIONS, attach_adapters, check_peft_config, load_pretrained, predict_logits, probabilities,
+                       resolve_device, resolve_max_length, resolve_precision)
 from .training import LR_SCHEDULES, EncodedDataset, history_frame, make_net
 
 __all__ = ["FaithfulTextClassifier"]
@@ -558,8 +558,7 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        logits = torch.from_numpy(self.encoded_logits(self.encode(X)))
-        return torch.softmax(logits.double(), dim=1).numpy()
+        return probabilities(self.encoded_logits(self.encode(X)))
 
     @reports_truncation_once
     def predict(self, X) -> np.ndarray:

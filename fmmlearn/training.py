@@ -28,7 +28,7 @@ from ._warnings import warn
 from .distributed import AcceleratedTrainingMixin
 from .encoding import Encoding, collate, length_grouped_batches
 from .masking import mask_training_batch, maskable_positions, random_max_masking
-from .modeling import autocast, logits_of
+from .modeling import autocast, logits_of, probabilities
 
 __all__ = [
     "LR_SCHEDULES",
@@ -322,7 +322,7 @@ class SelectionMetric(Callback):
         value = self.metric.score(
             np.concatenate(self._true),
             y_pred=logits.argmax(dim=1).numpy(),
-            y_proba=torch.softmax(logits.double(), dim=1).numpy(),
+            y_proba=probabilities(logits),
             labels=np.arange(self.n_classes),
         )
         net.history.record(self.name, float(value))

@@ -17,7 +17,8 @@ One concept per module, from the bottom:
   classifier, yielding ``(ratio, masked ids)`` per step), re-exported here;
 * :mod:`fmmlearn.importance.precomputed` -- precomputed scores (e.g. Captum's)
   aligned to an encoding;
-* ``_curves`` -- :func:`faithfulness_curve`, :func:`random_masking_curve`;
+* ``_curves`` -- :func:`faithfulness_curve`, :func:`random_masking_curve`, and the per-example outcomes
+  every curve aggregates (:func:`step_outcomes`, :func:`masked_fractions`; the study reads them too);
 * ``_area`` -- :func:`acu`, :func:`racu` (numpy and pandas only);
 * ``_scorer`` -- :func:`make_faithfulness_scorer`, :func:`faithfulness_score`,
   :func:`faithful_refit` for ``GridSearchCV`` / ``cross_validate``;
@@ -54,7 +55,9 @@ _LAZY = {
     "CURVE_COLUMNS": "._curves",
     "RANDOM_MASKING": "._curves",
     "faithfulness_curve": "._curves",
+    "masked_fractions": "._curves",
     "random_masking_curve": "._curves",
+    "step_outcomes": "._curves",
     "iter_batch_masking": "..explainer_masking",
     "iter_explainer_masking": "..explainer_masking",
     "faithful_refit": "._scorer",

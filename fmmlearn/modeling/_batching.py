@@ -11,7 +11,26 @@ import torch
 
 from ._devices import autocast, is_oom
 
-__all__ = ["check_finite_logits", "forward_logits", "logits_of", "map_batches", "predict_logits", "progress_bar", "run_in_batches"]
+__all__ = ["check_finite_logits", "forward_logits", "logits_of", "map_batches", "predict_logits", "probabilities",
+           "progress_bar", "run_in_batches"]
+
+
+def probabilities(logits) -> np.ndarray:
+    """Class probabilities of logits: the softmax over the last axis, computed in float64.
+
+    The one softmax of fmmlearn (predictions, curves, erasure, explanations), so every probability of
+    one logit row is the same number wherever it is read.
+
+    Parameters
+    ----------
+    logits : ndarray or Tensor of shape (..., n_classes)
+
+    Returns
+    -------
+    ndarray of float64
+    """
+    values = logits.detach().cpu() if isinstance(logits, torch.Tensor) else torch.from_numpy(np.asarray(logits))
+    return torch.softmax(values.double(), dim=-1).numpy()
 
 
 def logits_of(output) -> torch.Tensor:
