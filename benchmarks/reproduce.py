@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, machine_line  # noqa: E402  (sets HF_HUB_OFFLINE=1 and OMP_WAIT_POLICY)
+from _common import machine, machine_line, md_table  # noqa: E402  (sets HF_HUB_OFFLINE=1 and OMP_WAIT_POLICY)
 
 from claims import CLAIMS, claims_table  # noqa: E402
 
@@ -317,12 +317,6 @@ def _ci(low, high, digits=3, *, signed=False, percent=False) -> str:
     if percent:
         return f"[{low:.1%}, {high:.1%}]"
     return f"[{low:+.{digits}f}, {high:+.{digits}f}]" if signed else f"[{low:.{digits}f}, {high:.{digits}f}]"
-
-
-def md_table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _setup_block(report: dict) -> str:

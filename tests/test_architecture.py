@@ -380,6 +380,25 @@ def test_the_filter_reader_sees_filters_by_message():
     assert _message_filters(source) == [(3, "filterwarnings"), (4, "filterwarnings"), (5, "simplefilter")]
 
 
+def _script_imports(path: Path, scripts: set) -> set:
+    """The sibling scripts ``path`` imports (``import x`` / ``from x import y``, at any depth)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+    return (found & scripts) - {path.stem}
+
+
+def test_no_import_circle_between_benchmark_scripts():
+    scripts = sorted((PACKAGE.parent / "benchmarks").glob("*.py"))
+    names = {p.stem for p in scripts}
+    graph = {p.stem: _script_imports(p, names) for p in scripts}
+    assert graph["reproduce"] >= {"claims", "reading"}  # the graph sees function-level imports too
+    assert not _cycles(graph), f"import circles between benchmark scripts: {_cycles(graph)}"
+
+
 def test_the_cycle_finder_sees_a_circle_inside_one_layer():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
