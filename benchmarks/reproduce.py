@@ -42,7 +42,7 @@ from _common import machine, machine_line, md_table  # noqa: E402  (sets HF_HUB_
 
 from claims import CLAIMS, claims_table  # noqa: E402
 
-from fmmlearn._files import atomic_write  # noqa: E402
+from fmmlearn.utils._files import atomic_write  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results" / "reproduce"
@@ -541,8 +541,8 @@ def main(argv=None) -> dict:
     Warnings are one ``warning: <message> [<Category>]`` line each on stderr, as in the ``fmmlearn`` command:
     a corrupt or stale cache entry that is recomputed is one such ``[CacheWarning]`` line naming it.
     """
-    from fmmlearn._files import directory_lock
-    from fmmlearn._warnings import command_line_warnings
+    from fmmlearn.utils._files import directory_lock
+    from fmmlearn.utils._warnings import command_line_warnings
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
@@ -599,7 +599,7 @@ def reproduce(args, argv: list, out: Path) -> dict:
 
 def _main_process() -> int:
     """The script: Ctrl-C and SIGTERM stop it with one line and the shell's status; the cache keeps what finished."""
-    from fmmlearn._signals import exit_status, signal_name, signals_as_interrupts
+    from fmmlearn.utils._signals import exit_status, signal_name, signals_as_interrupts
 
     try:
         with signals_as_interrupts():

@@ -8,8 +8,8 @@ Public names are imported lazily, so ``import fmmlearn.masking`` does not load
 transformers.
 """
 
-from ._lazy import attach
 from ._version import __version__
+from .utils import attach, redirect_moved_modules
 
 # public name -> module that defines it
 _EXPORTS = {
@@ -19,7 +19,7 @@ _EXPORTS = {
     "TruncationWarning": "fmmlearn.exceptions",
     "CacheWarning": "fmmlearn.exceptions",
     "UncertifiedErasureWarning": "fmmlearn.exceptions",
-    "FittedClassifier": "fmmlearn._protocols",
+    "FittedClassifier": "fmmlearn.utils",
     "MaSF": "fmmlearn.ood",
     "MahalanobisDetector": "fmmlearn.ood",
     "KNNDetector": "fmmlearn.ood",
@@ -64,3 +64,11 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS, globals())
+
+#: Private modules that moved into packages (issue 36) -> their homes; the old paths still import, with a
+#: DeprecationWarning (fmmlearn.utils._redirect), so pickles and caches that name them still load.
+_MOVED = {f"fmmlearn.{name}": f"fmmlearn.utils.{name}" for name in (
+    "_bootstrap", "_files", "_formatting", "_labels", "_lazy", "_processes", "_protocols", "_random", "_signals",
+    "_templates", "_validation", "_warnings")}
+
+redirect_moved_modules(_MOVED)

@@ -21,13 +21,8 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._labels import check_labels
 from ._net_routing import NET_PREFIX, NetRoutingMixin, check_callbacks
-from ._random import derive_seed, resolve_seed
-from ._signals import not_swallowed
-from ._validation import StrictInterval
 from ._validation_data import masked_validation, split_validation, validation_dataset
-from ._warnings import reports_truncation_once, single_class_note, warn
 from .datasets import paper_params, paper_primary_metric
 from .distributed import make_accelerator
 from .encoding import encode, validate_texts
@@ -37,6 +32,10 @@ from .metrics import get_metric
 from .modeling import (PRECISIONS, attach_adapters, check_peft_config, load_pretrained, predict_logits, probabilities,
                        resolve_device, resolve_max_length, resolve_precision)
 from .training import LR_SCHEDULES, EncodedDataset, history_frame, make_net
+from .utils import (
+    StrictInterval, check_labels, derive_seed, not_swallowed, reports_truncation_once, resolve_seed,
+    single_class_note, warn,
+)
 
 __all__ = ["FaithfulTextClassifier"]
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._warnings import record_truncation
+from .utils import record_truncation
 
 __all__ = [
     "SEGMENT_A",

@@ -16,13 +16,12 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from ._random import resolve_seed
-from ._validation import check_ratios, check_segment
 from .encoding import collate
 from .importance import compute_importance, get_measure
 from .importance.precomputed import check_covered, importance_arrays
 from .masking import eligible_positions, mask_counts, mask_top_k
 from .modeling import autocast_dtype_for, map_batches
+from .utils import check_ratios, check_segment, resolve_seed
 
 __all__ = ["eligible_masks", "finite_scores", "iter_batch_masking", "iter_explainer_masking", "resolve_recursive"]
 

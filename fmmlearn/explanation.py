@@ -27,14 +27,13 @@ from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ._explanation_data import dumps, frame_from_dict, frame_to_dict, lookup, merge_example_tables
 from ._explanation_frames import aggregate_words, example_table, token_frame, word_frame
-from ._labels import as_labels, label_indices, resolve_targets
-from ._random import resolve_seed
-from ._validation import SEGMENTS, positive_int
-from ._warnings import reports_truncation_once
 from .encoding import collate
 from .importance import compute_importance, get_measure
 from .masking import eligible_positions
 from .modeling import autocast_dtype_for, map_batches
+from .utils import (
+    SEGMENTS, as_labels, label_indices, positive_int, reports_truncation_once, resolve_seed, resolve_targets,
+)
 
 __all__ = ["Explanation", "example_table", "explain", "explain_encoded", "token_frame", "word_frame"]
 

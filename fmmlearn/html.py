@@ -30,9 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ._explanation_data import EXAMPLE_VALUES, ROW_COLUMNS, lookup
-from ._files import atomic_write
-from ._formatting import interval, number
-from ._templates import environment, figure_data_uri
+from .utils import atomic_write, environment, figure_data_uri, interval, number
 
 __all__ = ["SIGNED_PALETTE", "UNSIGNED_PALETTE", "explanation_html", "report_html"]
 

@@ -24,11 +24,11 @@ from skorch.helper import predefined_split
 from skorch.utils import TeeGenerator
 from torch.utils.data import DataLoader, Dataset
 
-from ._warnings import warn
 from .distributed import AcceleratedTrainingMixin
 from .encoding import Encoding, collate, length_grouped_batches
 from .masking import mask_training_batch, maskable_positions, random_max_masking
 from .modeling import autocast, logits_of, probabilities
+from .utils import warn
 
 __all__ = [
     "LR_SCHEDULES",

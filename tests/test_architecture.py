@@ -6,7 +6,7 @@
 * no module imports another package's private module (``fmmlearn.pkg._x`` is for ``pkg`` only);
 * rooms a newcomer can hold in their head: no module over 700 lines of code (docstrings, comments and blank
   lines not counted), no function body over 120.
-* every warning goes through ``fmmlearn._warnings.warn`` (attributed to the user's line, shown once
+* every warning goes through ``fmmlearn.utils._warnings.warn`` (attributed to the user's line, shown once
   per call): no direct ``warnings.warn`` elsewhere.
 * warnings are silenced by their category, never by a pattern of their message: no
   ``filterwarnings``/``simplefilter`` with ``message=`` in the package or the benchmarks (a pattern
@@ -26,12 +26,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fmmlearn"
 #: Layer -> the units (top-level modules and sub-packages) in it, bottom first. A unit imports only
 #: from the layers below its own.
 LAYERS = (
-    ("_version", "_lazy", "exceptions", "_explanation_data"),
-    ("_random", "_validation", "_bootstrap", "_labels", "_warnings", "_formatting", "_net_routing", "_files",
-     "_signals"),
-    ("_templates",),
-    ("metrics", "datasets", "encoding", "plotting", "_processes"),
-    ("masking", "modeling", "_protocols"),
+    ("_version", "exceptions", "_explanation_data"),
+    ("utils", "_net_routing"),
+    ("metrics", "datasets", "encoding", "plotting"),
+    ("masking", "modeling"),
     ("importance", "distributed", "_persistence"),
     ("training", "html"),
     ("explainer_masking", "_explanation_frames", "_validation_data"),
@@ -216,7 +214,7 @@ def test_rooms_a_newcomer_can_hold_in_their_head(path):
 #: Modules allowed to call :mod:`warnings` directly, and why.
 DIRECT_WARNINGS = {
     # the helper itself
-    "fmmlearn._warnings": "warn",
+    "fmmlearn.utils._warnings": "warn",
     # re-emits a warning pandas raised while reading a table, at pandas' own file and line
     "fmmlearn.cli._io": "warn_explicit",
 }
@@ -242,7 +240,7 @@ def test_every_warning_goes_through_the_one_helper():
         allowed = DIRECT_WARNINGS.get(module)
         offenders += [f"{path.relative_to(PACKAGE)}:{line} {call}" for line, call in
                       _direct_warnings(path.read_text(encoding="utf-8")) if call != allowed]
-    assert not offenders, ("warn through fmmlearn._warnings.warn (the user's line, once per call), not directly: "
+    assert not offenders, ("warn through fmmlearn.utils._warnings.warn (the user's line, once per call), not directly: "
                            + ", ".join(offenders))
 
 
@@ -333,7 +331,7 @@ def test_text_is_tokenized_once_in_encoding_and_never_decoded():
 
 
 def _seed_arithmetic(source: str) -> list:
-    """Lines that add a number to a seed (``seed + 1``): a derived seed made outside ``fmmlearn._random``."""
+    """Lines that add a number to a seed (``seed + 1``): a derived seed made outside ``fmmlearn.utils._random``."""
     def is_seed(node) -> bool:
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
         return "seed" in name.lower()
@@ -345,8 +343,8 @@ def _seed_arithmetic(source: str) -> list:
 
 def test_every_derived_seed_comes_from_the_random_module():
     offenders = [f"{path.relative_to(PACKAGE)}:{line}" for module, path in MODULES.items()
-                 if module != "fmmlearn._random" for line in _seed_arithmetic(path.read_text(encoding="utf-8"))]
-    assert not offenders, ("derive seeds with fmmlearn._random (derive_seed, or offset_seed for the old "
+                 if module != "fmmlearn.utils._random" for line in _seed_arithmetic(path.read_text(encoding="utf-8"))]
+    assert not offenders, ("derive seeds with fmmlearn.utils._random (derive_seed, or offset_seed for the old "
                            "seed + k streams): " + ", ".join(offenders))
 
 

@@ -17,7 +17,7 @@ from helpers.data import make_sentiment
 
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn import _processes, distributed
-from fmmlearn._random import derive_seed
+from fmmlearn.utils._random import derive_seed
 from fmmlearn.distributed import (dask_backend, gather_objects, is_main_process, local_only, num_processes,
                                   optimizer_steps_per_epoch, process_seed, shard_batches, split_training_batches)
 from fmmlearn.encoding import encode, length_grouped_batches

@@ -31,14 +31,13 @@ One concept per module, from the bottom:
   supporting occurrence of a bAbI answer above its other occurrences (numpy and
   pandas only).
 
-Only the classifier interface of :class:`fmmlearn._protocols.FittedClassifier`
+Only the classifier interface of :class:`fmmlearn.FittedClassifier`
 is used.  Names are imported on first use, so ``from fmmlearn.faithfulness
 import acu, racu`` does not load torch.
 """
 
-from .._lazy import attach
-from .._validation import DEFAULT_RATIOS, check_ratios
 from ..exceptions import FaithfulnessWarning
+from ..utils import DEFAULT_RATIOS, attach, check_ratios
 from ._area import acu, area_statistics, racu
 from ._supporting import (
     SUPPORTING_FACT_COLUMNS,

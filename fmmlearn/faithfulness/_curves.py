@@ -9,10 +9,6 @@ import pandas as pd
 import torch
 from sklearn.utils._param_validation import StrOptions, validate_params
 
-from .._labels import gold_targets
-from .._random import resolve_seed
-from .._validation import SEGMENTS, check_ratios, check_segment, positive_int
-from .._warnings import reports_truncation_once, warn
 from ..datasets import paper_primary_metric
 from ..encoding import collate
 from ..exceptions import FaithfulnessWarning
@@ -21,6 +17,9 @@ from ..importance import get_measure
 from ..masking import fixed_count_masking, maskable_positions
 from ..metrics import get_metric
 from ..modeling import probabilities
+from ..utils import (
+    SEGMENTS, check_ratios, check_segment, gold_targets, positive_int, reports_truncation_once, resolve_seed, warn,
+)
 
 __all__ = ["BASELINE", "CURVE_COLUMNS", "RANDOM_MASKING", "faithfulness_curve", "masked_fractions",
            "random_masking_curve", "step_logits", "step_outcomes"]

@@ -30,11 +30,6 @@ import torch
 from sklearn.base import clone
 from sklearn.utils._param_validation import StrOptions, validate_params
 
-from .._bootstrap import mean_ci
-from .._labels import resolve_targets
-from .._random import derive_seed, resolve_seed
-from .._validation import SEGMENTS, StrictInterval, positive_int
-from .._warnings import reports_truncation_once, warn
 from ..encoding import Encoding
 from ..exceptions import FaithfulnessWarning, UncertifiedErasureWarning
 from ..explainer_masking import eligible_masks, finite_scores
@@ -44,6 +39,10 @@ from ..importance.precomputed import check_covered, importance_arrays
 from ..masking import mask_top_k
 from ..modeling import probabilities
 from ..ood import ConformalDetector, MaSF, calibration_features, hidden_state_features, min_calibration_size
+from ..utils import (
+    SEGMENTS, StrictInterval, derive_seed, mean_ci, positive_int, reports_truncation_once, resolve_seed,
+    resolve_targets, warn,
+)
 from ._token_lists import is_token_list_form, token_list_scores
 
 __all__ = ["AOPC", "DEFAULT_K", "ERASURE_MODES", "PER_EXAMPLE_COLUMNS", "REMOVALS", "SUMMARY_COLUMNS",

@@ -122,7 +122,7 @@ def map_batches(fn: Callable, lengths, batch_size: int, *, ragged: bool = False,
     generator : torch.Generator, optional
         The random source ``fn`` draws from, reseeded before every batch from
         its seed and the batch's first example
-        (:func:`~fmmlearn._random.derive_seed`), so the draws of a batch do not
+        (:func:`~fmmlearn.utils._random.derive_seed`), so the draws of a batch do not
         depend on which process runs it or after which other batches.
 
     Returns
@@ -130,9 +130,8 @@ def map_batches(fn: Callable, lengths, batch_size: int, *, ragged: bool = False,
     ndarray or list of ndarray, or a list of those (one per output of ``fn``)
         Indexed like ``lengths``.
     """
-    from .._processes import batches_for_this_process, gather_objects, is_main_process
-    from .._random import derive_seed
     from ..encoding import length_grouped_batches
+    from ..utils import batches_for_this_process, derive_seed, gather_objects, is_main_process
 
     lengths = np.asarray(lengths, dtype=np.int64)
     outputs, several = None, False

@@ -14,8 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from .._formatting import interval, number
-from .._templates import environment, figure_data_uri
+from ..utils import environment, figure_data_uri, interval, number
 from ._summary import summary_lines
 from ._tables import erasure_by_model, measure_costs, ranking_metric
 

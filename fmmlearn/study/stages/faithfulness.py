@@ -8,8 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..._labels import label_indices
-from ..._random import derive_seed
+from ...utils import derive_seed, label_indices
 from .._names import model_label
 from .._pipeline import Job, Stage
 from .._stats import example_ci
@@ -361,8 +360,8 @@ class FaithfulnessStage(Stage):
         return pd.DataFrame(rows, columns=RACU_COLUMNS)
 
     def _racu_summary(self, context, payloads, racu: pd.DataFrame, comparisons=None) -> pd.DataFrame:
-        from ..._bootstrap import seed_ci
         from ...importance import get_measure
+        from ...utils import seed_ci
 
         settings, gold, subsets, converged = (context[k] for k in ("settings", "gold", "subsets", "converged"))
         rows = []

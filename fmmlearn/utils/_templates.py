@@ -22,8 +22,8 @@ FIGURE_DPI = 110
 def environment():
     """The Jinja2 environment (autoescaped, strict: an undefined name is an error) with the number filters.
 
-    Filters: ``num`` (:func:`fmmlearn._formatting.number`), ``pct``
-    (:func:`~fmmlearn._formatting.percent`) and ``ci`` (:func:`~fmmlearn._formatting.interval`).
+    Filters: ``num`` (:func:`fmmlearn.utils._formatting.number`), ``pct``
+    (:func:`~fmmlearn.utils._formatting.percent`) and ``ci`` (:func:`~fmmlearn.utils._formatting.interval`).
     """
     from jinja2 import Environment, PackageLoader, StrictUndefined
 

@@ -15,8 +15,6 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
     import numpy as np
     import torch
 
-    from .encoding import Encoding
-
 __all__ = ["FittedClassifier", "MaskedFittedClassifier"]
 
 
@@ -62,7 +60,7 @@ class FittedClassifier(Protocol):
     random_state: Any
     verbose: int
 
-    def encode(self, X, name: str = "X") -> Encoding:
+    def encode(self, X, name: str = "X") -> Any:  # an fmmlearn.encoding.Encoding (utils sits below encoding)
         """Validate and tokenize texts (or sentence pairs) of the training kind.
 
         Parameters
@@ -78,7 +76,7 @@ class FittedClassifier(Protocol):
             Token ids, masks, segments, word ids and offsets of every text.
         """
 
-    def encoded_logits(self, encoding: Encoding, input_ids=None) -> np.ndarray:
+    def encoded_logits(self, encoding, input_ids=None) -> np.ndarray:
         """Logits ``(n_samples, n_classes)`` of an encoding, optionally with replacement ids.
 
         Parameters
