@@ -13,7 +13,7 @@ from .utils import attach, redirect_moved_modules
 
 # public name -> module that defines it
 _EXPORTS = {
-    "FaithfulTextClassifier": "fmmlearn.classifier",
+    "FaithfulTextClassifier": "fmmlearn.estimator",
     "FaithfulnessWarning": "fmmlearn.exceptions",
     "DegenerateModelWarning": "fmmlearn.exceptions",
     "TruncationWarning": "fmmlearn.exceptions",
@@ -67,8 +67,12 @@ __getattr__, __dir__ = attach(__name__, _EXPORTS, globals())
 
 #: Private modules that moved into packages (issue 36) -> their homes; the old paths still import, with a
 #: DeprecationWarning (fmmlearn.utils._redirect), so pickles and caches that name them still load.
-_MOVED = {f"fmmlearn.{name}": f"fmmlearn.utils.{name}" for name in (
-    "_bootstrap", "_files", "_formatting", "_labels", "_lazy", "_processes", "_protocols", "_random", "_signals",
-    "_templates", "_validation", "_warnings")}
+_MOVED = {
+    **{f"fmmlearn.{name}": f"fmmlearn.utils.{name}" for name in (
+        "_bootstrap", "_files", "_formatting", "_labels", "_lazy", "_processes", "_protocols", "_random", "_signals",
+        "_templates", "_validation", "_warnings")},
+    **{f"fmmlearn.{name}": f"fmmlearn.estimator.{name}" for name in (
+        "_model_card", "_net_routing", "_persistence", "_validation_data")},
+}
 
 redirect_moved_modules(_MOVED)

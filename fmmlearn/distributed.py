@@ -216,7 +216,7 @@ class AcceleratedTrainingMixin(AccelerateMixin):
     printing on the main process), with what fmmlearn's training loop needs
     on top.  Mix it in front of a net whose ``get_iterator`` returns a
     ``DataLoader`` with a batch sampler, e.g.
-    :class:`~fmmlearn.training.MaskedFineTuningNet`.
+    :class:`~fmmlearn.estimator.MaskedFineTuningNet`.
 
     * **Training batches.**  Every process draws the same epoch of batches
       from the net's own sampler (same seed; length grouping applies) and

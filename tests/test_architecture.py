@@ -27,20 +27,19 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fmmlearn"
 #: from the layers below its own.
 LAYERS = (
     ("_version", "exceptions", "_explanation_data"),
-    ("utils", "_net_routing"),
+    ("utils",),
     ("metrics", "datasets", "encoding", "plotting"),
     ("masking", "modeling"),
-    ("importance", "distributed", "_persistence"),
-    ("training", "html"),
-    ("explainer_masking", "_explanation_frames", "_validation_data"),
+    ("importance", "distributed"),
+    ("html",),
+    ("explainer_masking", "_explanation_frames"),
     ("explanation",),
     ("ood",),
     ("faithfulness",),
-    ("_model_card",),
-    ("classifier",),
+    ("estimator",),
     ("study",),
     ("cli",),
-    ("__main__", "__init__"),
+    ("__main__", "__init__", "classifier", "training"),
 )
 LAYER = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 700, 120

@@ -88,7 +88,7 @@ def _numeric_intervals():
 
 def test_the_walk_finds_the_declared_intervals():
     owners = {owner for owner, _, _ in _numeric_intervals()}
-    assert {"fmmlearn.classifier.FaithfulTextClassifier", "fmmlearn.ood._masf.MaSF"} <= owners
+    assert {"fmmlearn.estimator._classifier.FaithfulTextClassifier", "fmmlearn.ood._masf.MaSF"} <= owners
     assert len(_numeric_intervals()) >= 20
 
 

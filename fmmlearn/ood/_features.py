@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..encoding import collate
 from ..masking import mask_training_batch
 from ..modeling import autocast, is_decoder, map_batches
-from ..training import training_batch_sampler
+from ..encoding import training_batch_sampler
 from ..utils import positive_int, reports_truncation_once, resolve_seed
 from ._checks import _check_dtype
 from ._detectors import POOLINGS

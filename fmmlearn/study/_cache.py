@@ -190,7 +190,7 @@ class ModelHandle:
     def get(self):
         """The classifier (loaded on first use)."""
         if self._clf is None:
-            from ..classifier import FaithfulTextClassifier
+            from ..estimator import FaithfulTextClassifier
 
             with quiet_transformers():
                 self._clf = FaithfulTextClassifier.load(self.path / _MODEL, device=self.device)

@@ -1,7 +1,7 @@
 """The classifier interface that explanations, faithfulness curves and MaSF are written against.
 
 :mod:`fmmlearn.explanation`, :mod:`fmmlearn.faithfulness` and
-:mod:`fmmlearn.ood` never reach into :class:`~fmmlearn.classifier.FaithfulTextClassifier`;
+:mod:`fmmlearn.ood` never reach into :class:`~fmmlearn.FaithfulTextClassifier`;
 they use only the members below, so any object that has them (a wrapper
 around a model trained elsewhere, a toy model in a test) can be explained and
 measured.  ``isinstance(obj, FittedClassifier)`` checks that the members exist.

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from ._persistence import base_model_name
-from ._version import __version__
-from .faithfulness import acu, racu
-from .utils import number, percent
+from .._version import __version__
+from ..faithfulness import acu, racu
+from ..utils import number, percent
 
 __all__ = ["MASF_LEVEL", "TAGS", "TASK", "CardRow", "card_rows", "classifier_card"]
 
