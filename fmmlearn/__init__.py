@@ -34,8 +34,8 @@ _EXPORTS = {
     "in_distribution_report": "fmmlearn.ood",
     "min_calibration_size": "fmmlearn.ood",
     "plot_in_distribution": "fmmlearn.plotting",
-    "explanation_html": "fmmlearn.html",
-    "report_html": "fmmlearn.html",
+    "explanation_html": "fmmlearn.explanation",
+    "report_html": "fmmlearn.plotting",
     "Explanation": "fmmlearn.explanation",
     "get_metric": "fmmlearn.metrics",
     "importance_measures": "fmmlearn.importance",
@@ -73,6 +73,8 @@ _MOVED = {
         "_templates", "_validation", "_warnings")},
     **{f"fmmlearn.{name}": f"fmmlearn.estimator.{name}" for name in (
         "_model_card", "_net_routing", "_persistence", "_validation_data")},
+    "fmmlearn._explanation_data": "fmmlearn.explanation._data",
+    "fmmlearn._explanation_frames": "fmmlearn.explanation._frames",
 }
 
 redirect_moved_modules(_MOVED)

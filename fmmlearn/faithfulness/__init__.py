@@ -11,8 +11,8 @@ area is RACU (Madsen, Reddy & Chandar, 2024; ``docs/faithfulness.md``).
 
 One concept per module, from the bottom:
 
-* :mod:`fmmlearn.explainer_masking` (below this package, shared with the
-  in-distribution report) -- :func:`iter_batch_masking` (one padded batch, any
+* the explainer-masking loop of :mod:`fmmlearn.explanation` (below this package, shared
+  with the in-distribution report) -- :func:`iter_batch_masking` (one padded batch, any
   model) and :func:`iter_explainer_masking` (a whole encoded set of a fitted
   classifier, yielding ``(ratio, masked ids)`` per step), re-exported here;
 * :mod:`fmmlearn.importance.precomputed` -- precomputed scores (e.g. Captum's)
@@ -57,8 +57,8 @@ _LAZY = {
     "masked_fractions": "._curves",
     "random_masking_curve": "._curves",
     "step_outcomes": "._curves",
-    "iter_batch_masking": "..explainer_masking",
-    "iter_explainer_masking": "..explainer_masking",
+    "iter_batch_masking": "..explanation",
+    "iter_explainer_masking": "..explanation",
     "faithful_refit": "._scorer",
     "faithfulness_score": "._scorer",
     "make_faithfulness_scorer": "._scorer",

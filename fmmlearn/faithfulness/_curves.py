@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import StrOptions, validate_params
 from ..datasets import paper_primary_metric
 from ..encoding import collate
 from ..exceptions import FaithfulnessWarning
-from ..explainer_masking import eligible_masks, iter_explainer_masking
+from ..explanation import eligible_masks, iter_explainer_masking
 from ..importance import get_measure
 from ..masking import fixed_count_masking, maskable_positions
 from ..metrics import get_metric
@@ -120,7 +120,7 @@ def step_outcomes(clf, encoding, steps, segment: str) -> tuple[list, list]:
     encoding : Encoding
     steps : list of (float, list of ndarray)
         Per ratio, the masked ids of every example (from
-        :func:`~fmmlearn.explainer_masking.iter_explainer_masking`).
+        :func:`~fmmlearn.explanation.iter_explainer_masking`).
     segment : {"first", "all"}
         Which tokens count for the masked fractions.
 

@@ -32,7 +32,7 @@ from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..encoding import Encoding
 from ..exceptions import FaithfulnessWarning, UncertifiedErasureWarning
-from ..explainer_masking import eligible_masks, finite_scores
+from ..explanation import eligible_masks, finite_scores
 from ..explanation import explain_encoded
 from ..importance import get_measure
 from ..importance.precomputed import check_covered, importance_arrays

@@ -63,8 +63,8 @@ class FaithfulnessReport(NamedTuple):
         return plot_faithfulness(self.curves, ax=ax, path=path)
 
     def _repr_html_(self) -> str:
-        """Notebook display: the summary table and the curves (see :func:`fmmlearn.html.report_html`)."""
-        from ..html import report_html
+        """Notebook display: the summary table and the curves (see :func:`fmmlearn.plotting.report_html`)."""
+        from ..plotting import report_html
 
         return report_html(self, full_page=False)
 

@@ -11,7 +11,7 @@ import pandas as pd
 from sklearn.utils._param_validation import validate_params
 
 from ..exceptions import FaithfulnessWarning
-from ..explainer_masking import eligible_masks, resolve_recursive
+from ..explanation import eligible_masks, resolve_recursive
 from ..importance import get_measure
 from ..metrics import get_metric
 from ..utils import (

@@ -12,7 +12,7 @@ package reaches into another's private module:
 * ``_files`` -- atomic writes, write errors that name the path, directory locks;
 * ``_signals`` -- Ctrl-C and SIGTERM as exceptions;
 * ``_processes`` -- the processes of a multi-process launch;
-* ``_templates`` -- the one Jinja2 environment and figure encoder;
+* ``_templates`` -- the one Jinja2 environment, figure encoder and page writer;
 * ``_protocols`` -- the classifier interface (:class:`fmmlearn.FittedClassifier`);
 * ``_lazy`` -- lazily loaded package attributes;
 * ``_redirect`` -- old module paths that still import.
@@ -37,7 +37,7 @@ _HELPERS = {
     **dict.fromkeys(["DISTRIBUTED_EXTRA", "EXIT_BARRIER_TIMEOUT_S", "batches_for_this_process", "gather_objects",
                      "is_main_process", "launched_processes", "local_only", "num_processes", "process_device_index",
                      "process_index", "require", "shard_batches", "use_cpu"], "._processes"),
-    **dict.fromkeys(["FIGURE_DPI", "environment", "figure_data_uri"], "._templates"),
+    **dict.fromkeys(["FIGURE_DPI", "environment", "figure_data_uri", "write_page"], "._templates"),
     **dict.fromkeys(["FittedClassifier", "MaskedFittedClassifier"], "._protocols"),
     "redirect_moved_modules": "._redirect",
 }

@@ -7,10 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .encoding import SEGMENT_A, SEGMENT_B
-from .modeling import probabilities
+from ..encoding import SEGMENT_A, SEGMENT_B
+from ..modeling import probabilities
 
-__all__ = ["aggregate_words", "example_table", "token_frame", "word_frame"]
+__all__ = ["AGGREGATES", "aggregate_words", "example_table", "token_frame", "word_frame"]
+
+#: How the subword scores of a word combine (``explain(..., level="word")``, :meth:`Explanation.words`).
+AGGREGATES = ("sum", "mean", "max")
 
 
 _SEGMENT_NAMES = {SEGMENT_A: "A", SEGMENT_B: "B"}
