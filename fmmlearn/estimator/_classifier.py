@@ -21,8 +21,6 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._net_routing import NET_PREFIX, NetRoutingMixin, check_callbacks
-from ._validation_data import masked_validation, split_validation, validation_dataset
 from ..datasets import paper_params, paper_primary_metric
 from ..distributed import make_accelerator
 from ..encoding import encode, validate_texts
@@ -31,13 +29,15 @@ from ..masking import MASKING_STRATEGIES
 from ..metrics import get_metric
 from ..modeling import (PRECISIONS, attach_adapters, check_peft_config, load_pretrained, predict_logits, probabilities,
                        resolve_device, resolve_max_length, resolve_precision)
-from ._data import EncodedDataset
-from ._net import history_frame, make_net
-from ._schedules import LR_SCHEDULES
 from ..utils import (
     StrictInterval, check_labels, derive_seed, not_swallowed, reports_truncation_once, resolve_seed,
     single_class_note, warn,
 )
+from ._data import EncodedDataset
+from ._net import history_frame, make_net
+from ._net_routing import NET_PREFIX, NetRoutingMixin, check_callbacks
+from ._schedules import LR_SCHEDULES
+from ._validation_data import masked_validation, split_validation, validation_dataset
 
 __all__ = ["FaithfulTextClassifier"]
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._persistence import base_model_name
 from .._version import __version__
 from ..faithfulness import acu, racu
 from ..utils import number, percent
+from ._persistence import base_model_name
 
 __all__ = ["MASF_LEVEL", "TAGS", "TASK", "CardRow", "card_rows", "classifier_card"]
 

@@ -10,8 +10,8 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from ..encoding import encode, validate_texts
-from ._data import EncodedDataset, concat_encodings, mask_encoding, random_masker
 from ..utils import check_labels, offset_seed
+from ._data import EncodedDataset, concat_encodings, mask_encoding, random_masker
 
 __all__ = ["masked_validation", "split_validation", "validation_dataset"]
 

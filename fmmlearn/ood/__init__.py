@@ -39,9 +39,9 @@ The statistics need only numpy and scipy; the classifier integration
 
 from ..utils import attach
 from ._combine import DEFAULT_THRESHOLDS, fisher_pvalue, geometric_mean_pvalue, simes_pvalue, summarize_pvalues
+from ._ecdf import empirical_cdf
 from ._detectors import (POOLINGS, ConformalDetector, KNNDetector, MahalanobisDetector, conformal_null_share,
                          conformal_pvalues)
-from ._ecdf import empirical_cdf
 from ._masf import CALIBRATIONS, MaSF, MaSFStatistics, min_calibration_size, null_share, sized_fold_fractions
 from ._power import POWER_CURVE_COLUMNS, power_curve, size_for_power
 from ._registry import DEFAULT_DETECTOR, DETECTORS, detector_name, make_detector

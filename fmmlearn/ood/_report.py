@@ -14,9 +14,9 @@ from ..importance import get_measure
 from ..utils import (
     check_ratios, check_segment, derive_seed, positive_int, reports_truncation_once, resolve_seed, resolve_targets,
 )
-from ._calibrate import fit_detector
 from ._checks import _check_thresholds
 from ._combine import DEFAULT_THRESHOLDS, summarize_pvalues
+from ._calibrate import fit_detector
 from ._controls import placeholder_ids, placeholder_inputs
 from ._features import hidden_state_features
 from ._masf import _MIN_FOLD_SIZE, MaSF, _check_fold_fractions, _fewest_examples, min_calibration_size

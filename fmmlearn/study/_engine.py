@@ -24,8 +24,8 @@ from ._cache import StageCache, model_identity
 from ._metadata import study_metadata
 from ._names import model_label
 from ._pipeline import Context, Stage, check_order, run_stages
-from ._result import StudyResult
 from ._runtime import Runtime
+from ._result import StudyResult
 from ._settings import DEFAULT_ERASURE_K, DEFAULT_ERASURE_MEASURES, DEFAULT_MEASURES, resolve_settings
 from .stages import STAGES
 
