@@ -5,7 +5,8 @@ in-distribution (Madsen, Reddy & Chandar, ICML 2024); then explanations can be
 checked by masking the tokens they call important.
 
 Public names are imported lazily, so ``import fmmlearn.masking`` does not load
-transformers.
+transformers.  Modules that moved into packages keep their old import paths
+(docs/architecture.md, "Old import paths").
 """
 
 from ._version import __version__
