@@ -1,7 +1,7 @@
 """The paper's four claims, judged from a reproduction's tables by the rules in fmmlearn/study/verdict_rules.json.
 
 Every verdict here is read off the studies' own verdicts (paired comparisons with equivalence margins,
-the MaSF in-distribution verdicts with their controls); this module only says which of them each claim
+the in-distribution verdicts with their controls and power); this module only says which of them each claim
 needs, as ``claims`` in the rules file words it.
 """
 

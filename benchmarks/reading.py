@@ -14,7 +14,7 @@ __all__ = ["prose_blocks", "runtime", "runtime_block"]
 #: Which study stages each table of the reproduction comes from.
 STAGE_TABLES = {"(a) performance": ("fit", "performance"), "(b) random masking": ("random masking",),
                 "(c) faithfulness and comparisons": ("faithfulness", "comparisons"),
-                "(d) MaSF": ("calibration", "in-distribution"), "(e) supporting facts": ("supporting facts",),
+                "(d) in-distribution": ("calibration", "in-distribution"), "(e) supporting facts": ("supporting facts",),
                 "(f) erasure": ("erasure",)}
 
 

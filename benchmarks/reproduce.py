@@ -1,18 +1,19 @@
 """Do the claims of Madsen, Reddy & Chandar (ICML 2024) hold with fmmlearn?  A reproduction on this machine.
 
-On bundled tweets, generated bAbI-1 with distractors and BBC news, the bundled MiniLM is
-fine-tuned plainly (``max_masking_ratio=0``) and with masking (``1.0``) over several seeds, each
-dataset one :class:`fmmlearn.study.FaithfulnessStudy`.  Every verdict is the study's: paired
-comparisons with equivalence margins, the MaSF test with its known null share and its negative and
-positive controls, convergence against the best input-blind predictor -- all judged by the rules in
-``fmmlearn/study/verdict_rules.json``, whose hash and last commit the report records (and whether
-the file changed after the run started).  The script adds the four claims, the tables and the prose
-of ``docs/reproduction.md``, every number of which it writes itself.
+On bundled tweets and BBC news (and, with ``--datasets``, generated bAbI-1 with distractors), the
+bundled MiniLM is fine-tuned plainly (``max_masking_ratio=0``) and with masking (``1.0``) over several
+seeds, each dataset one :class:`fmmlearn.study.FaithfulnessStudy`.  Every verdict is the study's:
+paired comparisons with equivalence margins, the in-distribution test with its known null share, its
+negative control and its measured power, convergence against the best input-blind predictor -- all
+judged by the rules in ``fmmlearn/study/verdict_rules.json``, whose hash and last commit the report
+records (and whether the file changed after the run started).  The script adds the four claims, the
+tables and the prose of ``docs/reproduction.md``, every number of which it writes itself.
 
 Usage::
 
     python benchmarks/reproduce.py --doc docs/reproduction.md   # the default: < 90 minutes on 2 CPU cores
     python benchmarks/reproduce.py --quick                      # minutes, toy sizes, a scratch directory
+    python benchmarks/reproduce.py --redraw --doc docs/reproduction.md   # the tables again, from the last run
     python benchmarks/reproduce.py --scale 2 --seeds 0 1 2 --device cuda
 
 Every stage is cached by content under ``--cache-dir``: a rerun with the same settings fits nothing and
@@ -84,12 +85,13 @@ class Plan:
 # of every measure): claim 1 compares the models' accuracy, one forward pass per text, so it gets thousands of
 # test texts and every seed (fine-tuning noise is its largest error); the curves run on a few hundred of them
 # (curve), on the models of the first seed (curve_seeds), their costly measures on a pilot (costly) that the
-# budget rounds grow until the comparisons of claim 3 are decided (budget, masked model only).  bAbI-1 with
+# budget rounds grow until the comparisons of claim 3 are decided (budget: seconds of the whole faithfulness stage,
+# the pilot's 1200 or so included; the rounds add texts on the masked model only).  bAbI-1 with
 # distractors is not in the default plan: on 2 CPU cores its masked model never beat the question-blind
 # predictor at affordable sizes (the earlier runs), so it could not give a verdict (``--datasets babi-1``).
 PLANS = {
     "tweets": Plan("tweets", "Tweets (bundled, 3 classes)", n_train=2000, n_valid=300, n_test=4000, epochs=3,
-                   learning_rate=2e-4, max_length=48, costly=60, curve=300, budget=900.0),
+                   learning_rate=2e-4, max_length=48, costly=60, curve=300, budget=2100.0),
     "babi-1": Plan("babi-1", "bAbI-1 (generated, with distractors)", n_train=1200, n_valid=200, n_test=100,
                    epochs=10, learning_rate=3e-4, max_length=None, costly=40, beam=16, babi=True, max_sentences=4),
     "bbc-news": Plan("bbc-news", "BBC news (bundled, 5 classes, first 64 tokens)", n_train=300, n_valid=100,
@@ -352,13 +354,16 @@ def _rules_block(report: dict) -> str:
                  ["equivalence margin, accuracy differences", r["comparisons"]["accuracy_margin"]],
                  ["confidence level", r["confidence_level"]],
                  ["convergence margin over the input-blind baseline", r["convergence"]["margin"]],
-                 ["MaSF level; null share range of the calibration", f"{r['in_distribution']['level']}; "
-                                                                     f"{r['in_distribution']['null_share_range']}"],
+                 ["in-distribution test: level; null share range of a MaSF calibration",
+                  f"{r['in_distribution']['level']}; {r['in_distribution']['null_share_range']}"],
                  ["in-distribution: flagged at most the null share plus", r["in_distribution"]["max_excess"]],
+                 ["in-distribution: least power against the matched control",
+                  r["in_distribution"].get("min_power", "-")],
                  ["unstable when the CI is wider than (RACU, ACU)",
                   f"{r['stability']['racu_max_ci_width']}, {r['stability']['acu_max_ci_width']}"]])]
     lines += ["", *[f"* claim {k}: {text}" if k.isdigit() else f"* {k.replace('_', ' ')}: {text}"
                     for k, text in r["claims"].items()]]
+    lines += ["", *[f"* version {k}: {text}" for k, text in r.get("changes", {}).items()]]
     return "\n".join(lines)
 
 
@@ -435,7 +440,7 @@ def markdown_blocks(report: dict, tables: dict, claims: pd.DataFrame, prose: dic
     blocks["supporting-facts"] = "No bAbI run counted." if support.empty else _support_table(support)
     erasure = tables["erasure"]
     blocks["erasure"] = "The erasure stage did not run." if erasure.empty else md_table(
-        ["dataset", "model", "measure", "mode", "test texts", "AOPC [95% CI]", "flagged by MaSF", "valid"],
+        ["dataset", "model", "measure", "mode", "test texts", "AOPC [95% CI]", "flagged (in-distribution test)", "valid"],
         [[r.dataset, r.model, r.method, r.mode, int(r.n_examples), f"{_f(r.mean)} {_ci(r.ci_low, r.ci_high)}",
           "-" if pd.isna(r.ood_share) else f"{r.ood_share:.1%}",
           "not checked" if pd.isna(r.valid) else ("**valid**" if r.valid else "not valid")]
@@ -501,6 +506,9 @@ def parse_args(argv=None):
                                                        "with --quick a scratch directory)")
     parser.add_argument("--cache-dir", default=None, help="stage cache; default ~/.cache/fmmlearn-reproduce")
     parser.add_argument("--doc", default=None, help="also refresh the generated blocks of this markdown file")
+    parser.add_argument("--redraw", action="store_true",
+                        help="redraw reproduce.md (and --doc) from the tables and reproduce.json a run left in "
+                             "--output, without running anything")
     parser.add_argument("-v", "--verbose", type=int, default=1)
     args = parser.parse_args(argv)
     if args.scale <= 0:
@@ -547,7 +555,7 @@ def main(argv=None) -> dict:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     with directory_lock(args.output, option="--output") as out, command_line_warnings():
-        return reproduce(args, argv, out)
+        return redraw(args, out) if args.redraw else reproduce(args, argv, out)
 
 
 def reproduce(args, argv: list, out: Path) -> dict:
@@ -595,6 +603,34 @@ def reproduce(args, argv: list, out: Path) -> dict:
         print(f"updated {args.doc}" + (f" (no markers for {', '.join(missing)})" if missing else ""))
     print(f"\nwrote {out}")
     return {"output": out, "tables": tables, "claims": claims, "report": report, "runs": runs}
+
+
+#: The tables of a run, saved as ``<name>.csv`` (the keys of :func:`tables_of`).
+TABLE_NAMES = ("performance", "random_masking", "racu", "comparisons", "masf", "masf_verdicts", "supporting_facts",
+               "erasure")
+
+
+def redraw(args, out: Path) -> dict:
+    """The doc's blocks and ``reproduce.md`` again from a finished run's files in ``out``: no study runs.
+
+    For a change of how the tables are drawn: the numbers, the run's wall time and its machine stay those
+    of the run that wrote ``reproduce.json`` and the tables.
+    """
+    from reading import prose_blocks
+
+    report = json.loads((out / "reproduce.json").read_text())
+    tables = {}
+    for name in TABLE_NAMES:
+        path = out / f"{name}.csv"
+        tables[name] = pd.read_csv(path) if path.exists() and path.stat().st_size > 1 else pd.DataFrame()
+    claims = pd.read_csv(out / "claims.csv")
+    blocks = markdown_blocks(report, tables, claims, prose_blocks(report, tables, claims))
+    body = "\n\n".join(f"## {name}\n\n{text}" for name, text in blocks.items())
+    atomic_write(out / "reproduce.md", lambda tmp: tmp.write_text(f"# Reproduction: generated tables\n\n{body}\n"))
+    if args.doc:
+        missing = update_doc(Path(args.doc), blocks)
+        print(f"updated {args.doc}" + (f" (no markers for {', '.join(missing)})" if missing else ""))
+    return {"output": out, "tables": tables, "claims": claims, "report": report}
 
 
 def _main_process() -> int:

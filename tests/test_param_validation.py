@@ -27,6 +27,7 @@ NOT_WRAPPED = {
     "make_detector": "a name checked against the registry of detectors (or an instance, cloned)",
     # Nothing besides data to declare: a scorer's (estimator, X, y); a ratio grid (check_ratios) and a metric name.
     "faithfulness_score": "a scorer: (estimator, X, y)",
+    "in_distribution_score": "a scorer: (estimator, X, y)",
     "random_masking_curve": "a ratio grid (check_ratios) and a metric name (registry)",
     # Not declared yet: their arguments are checked by hand inside the function (issue 23 follow-up).
     **dict.fromkeys(["acu", "racu", "compute_importance", "summarize_pvalues", "min_calibration_size",

@@ -90,7 +90,7 @@ def test_the_report_records_the_rules_and_whether_they_changed(run):
     assert rules["sha256"] == rules_digest(RULES_FILE) and rules["version"] >= 1
     assert rules["path"] == "fmmlearn/study/verdict_rules.json"
     assert {"avx2", "avx512_bf16", "amx"} <= set(report["machine"]["flags"])
-    assert set(report["runtime"]) >= {"(a) performance", "(c) faithfulness and comparisons", "(d) MaSF"}
+    assert set(report["runtime"]) >= {"(a) performance", "(c) faithfulness and comparisons", "(d) in-distribution"}
 
 
 def test_a_rules_file_changed_after_the_start_is_said(reproduce):

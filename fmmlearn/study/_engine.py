@@ -158,7 +158,9 @@ class FaithfulnessStudy(BaseEstimator):
         does not count is flagged ``converged=False``, left out of every mean
         and listed apart with the reason.
     budget : float, optional
-        Seconds the faithfulness stage may spend.  Its first round measures
+        Seconds of computation the faithfulness stage may spend, counted
+        as its jobs took when first computed (a rerun over a cache plans
+        the same rounds as the run that filled it).  Its first round measures
         every measure on its texts (the pilot); while time is left and
         comparisons that involve a costly measure are undecided, further
         rounds add texts to the costly measures of those comparisons: as

@@ -85,7 +85,7 @@ class FaithfulnessStage(Stage):
                   sum(map(len, blocks[(settings.masking_ratios[0], m)])) < len(context["gold"])]
         reason = "no budget" if settings.budget is None else None
         while reason is None:
-            reason, added = self._next_blocks(context, rounds[-1], results, blocks, costly, started, len(rounds))
+            reason, added = self._next_blocks(context, rounds[-1], results, blocks, costly, len(rounds))
             if reason is not None:
                 break
             jobs = [self._job(settings, sp, run, m, 0, block, precision.get(m)) for run in settings.curve_runs
@@ -179,7 +179,7 @@ class FaithfulnessStage(Stage):
                                    self._predictions(context, results, blocks), level=level, round_index=round_index)
 
     @staticmethod
-    def _next_blocks(context, last, results, blocks, costly, started, round_index):
+    def _next_blocks(context, last, results, blocks, costly, round_index):
         """``(None, {measure: texts to add})``, or ``(why no round follows, None)``.
 
         The open comparisons (inconclusive, with a costly measure; only ``budget_pairs`` and
@@ -209,7 +209,9 @@ class FaithfulnessStage(Stage):
         per_text = {(r, m): sum(p["seconds"] for job, p in results.items()
                                 if job.method == m and job.run[0] == r and job.data["draw"] == 0)
                     / sum(len(b) for b in blocks[(r, m)]) for r, m in added}
-        elapsed = time.perf_counter() - started
+        # the seconds the stage's results took when first computed, cached or not: a rerun over a cache
+        # plans the same rounds as the run that filled it (on the same machine)
+        elapsed = sum(p.get("seconds", 0.0) for p in results.values())
         cost = sum(per_text[m] * len(b) for m, b in added.items())
         left_s = settings.budget - elapsed
         if cost > left_s:  # cut every block by the same share, down to one rules block
