@@ -148,6 +148,13 @@ def table(header: list, rows: list) -> list:
     return lines + ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
 
 
+def md_table(header, rows) -> str:
+    """A markdown table of already formatted cells (``str`` of each)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def write_results(name: str, info: dict, report: dict, markdown: str, *, quick: bool) -> Path | None:
     """Write ``<name>.json`` and ``<name>.md`` under ``results/<cpu kind>/`` (not for ``--quick`` runs)."""
     print(markdown)

@@ -35,7 +35,7 @@ from fmmlearn.datasets import load_tweet_sentiment
 from fmmlearn.encoding import collate, encode
 from fmmlearn.masking import mask_training_batch, maskable_positions
 from fmmlearn.modeling import resolve_model_path
-from fmmlearn.training import training_batch_sampler
+from fmmlearn.encoding import training_batch_sampler
 
 RESULTS = Path(__file__).parent / "results"
 BATCH_SIZE = 16

@@ -3,7 +3,7 @@
 ``"linear"`` (the default) warms up over 6 % of the optimisation steps and decays linearly to 0;
 ``"reference"`` reproduces the paper's reference code, which counts ``S = max_epochs * n_train``
 *examples* instead of steps, so the warm-up spans ~96 % of the run (``0.06 * batch_size``) and the rate
-hardly decays.  Both curves come from :func:`fmmlearn.training.lr_multiplier`, the function ``fit``
+hardly decays.  Both curves come from :func:`fmmlearn.estimator.lr_multiplier`, the function ``fit``
 uses (``tests/test_training.py`` checks it against the learning rates of a real fit).
 
 Usage::
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from fmmlearn.datasets import get_dataset_spec, paper_params
-from fmmlearn.training import lr_multiplier
+from fmmlearn.estimator import lr_multiplier
 
 HERE = Path(__file__).parent
 FIGURE = HERE.parent / "docs" / "images" / "lr_schedules.png"
@@ -97,7 +97,7 @@ def main():
     (RESULTS / "lr_schedules.json").write_text(json.dumps(rows, indent=2))
     (RESULTS / "lr_schedules.md").write_text(
         "Learning-rate schedules of a paper-sized run (peak 2e-5, warmup_ratio 0.06, batch size 16), from "
-        f"fmmlearn.training.lr_multiplier.\n\n{table}\n")
+        f"fmmlearn.estimator.lr_multiplier.\n\n{table}\n")
     print(f"wrote {FIGURE} ({FIGURE.stat().st_size / 1024:.0f} KB)")
 
 

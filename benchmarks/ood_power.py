@@ -62,7 +62,7 @@ def splits(name, sizes, seed):
 
 def feature_sets(clf, data, other_texts, seed, n_neg):
     """Every text set's pooled features {set: {pooling: array}} and the seconds of the forward passes."""
-    from fmmlearn._random import derive_seed
+    from fmmlearn.utils._random import derive_seed
     from fmmlearn.ood import POOLINGS, calibration_features, hidden_state_features
     from fmmlearn.ood._controls import placeholder_ids, placeholder_inputs, random_token_ids, resolve_placeholder
     from fmmlearn.ood._report import _masked_steps

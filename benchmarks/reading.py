@@ -33,7 +33,7 @@ def runtime(runs) -> dict:
 
 
 def runtime_block(report: dict) -> str:
-    from reproduce import md_table
+    from _common import md_table
 
     rows = [[t, s["stages"], f"{s['seconds']:.0f}", f"{s['compute_seconds']:.0f}", f"{s['cached']} of {s['jobs']}"]
             for t, s in report["runtime"].items()]

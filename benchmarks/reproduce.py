@@ -39,11 +39,11 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, machine_line  # noqa: E402  (sets HF_HUB_OFFLINE=1 and OMP_WAIT_POLICY)
+from _common import machine, machine_line, md_table  # noqa: E402  (sets HF_HUB_OFFLINE=1 and OMP_WAIT_POLICY)
 
 from claims import CLAIMS, claims_table  # noqa: E402
 
-from fmmlearn._files import atomic_write  # noqa: E402
+from fmmlearn.utils._files import atomic_write  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results" / "reproduce"
@@ -321,12 +321,6 @@ def _ci(low, high, digits=3, *, signed=False, percent=False) -> str:
     return f"[{low:+.{digits}f}, {high:+.{digits}f}]" if signed else f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def md_table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def _setup_block(report: dict) -> str:
     info, precision = report["machine"], report["precision"]
     rows = []
@@ -555,8 +549,8 @@ def main(argv=None) -> dict:
     Warnings are one ``warning: <message> [<Category>]`` line each on stderr, as in the ``fmmlearn`` command:
     a corrupt or stale cache entry that is recomputed is one such ``[CacheWarning]`` line naming it.
     """
-    from fmmlearn._files import directory_lock
-    from fmmlearn._warnings import command_line_warnings
+    from fmmlearn.utils._files import directory_lock
+    from fmmlearn.utils._warnings import command_line_warnings
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
@@ -641,7 +635,7 @@ def redraw(args, out: Path) -> dict:
 
 def _main_process() -> int:
     """The script: Ctrl-C and SIGTERM stop it with one line and the shell's status; the cache keeps what finished."""
-    from fmmlearn._signals import exit_status, signal_name, signals_as_interrupts
+    from fmmlearn.utils._signals import exit_status, signal_name, signals_as_interrupts
 
     try:
         with signals_as_interrupts():

@@ -5,21 +5,22 @@ in-distribution (Madsen, Reddy & Chandar, ICML 2024); then explanations can be
 checked by masking the tokens they call important.
 
 Public names are imported lazily, so ``import fmmlearn.masking`` does not load
-transformers.
+transformers.  Modules that moved into packages keep their old import paths
+(docs/architecture.md, "Old import paths").
 """
 
-from ._lazy import attach
 from ._version import __version__
+from .utils import attach, redirect_moved_modules
 
 # public name -> module that defines it
 _EXPORTS = {
-    "FaithfulTextClassifier": "fmmlearn.classifier",
+    "FaithfulTextClassifier": "fmmlearn.estimator",
     "FaithfulnessWarning": "fmmlearn.exceptions",
     "DegenerateModelWarning": "fmmlearn.exceptions",
     "TruncationWarning": "fmmlearn.exceptions",
     "CacheWarning": "fmmlearn.exceptions",
     "UncertifiedErasureWarning": "fmmlearn.exceptions",
-    "FittedClassifier": "fmmlearn._protocols",
+    "FittedClassifier": "fmmlearn.utils",
     "MaSF": "fmmlearn.ood",
     "MahalanobisDetector": "fmmlearn.ood",
     "KNNDetector": "fmmlearn.ood",
@@ -34,8 +35,8 @@ _EXPORTS = {
     "in_distribution_report": "fmmlearn.ood",
     "min_calibration_size": "fmmlearn.ood",
     "plot_in_distribution": "fmmlearn.plotting",
-    "explanation_html": "fmmlearn.html",
-    "report_html": "fmmlearn.html",
+    "explanation_html": "fmmlearn.explanation",
+    "report_html": "fmmlearn.plotting",
     "Explanation": "fmmlearn.explanation",
     "get_metric": "fmmlearn.metrics",
     "importance_measures": "fmmlearn.importance",
@@ -64,3 +65,17 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS, globals())
+
+#: Private modules that moved into packages (issue 36) -> their homes; the old paths still import, with a
+#: DeprecationWarning (fmmlearn.utils._redirect), so pickles and caches that name them still load.
+_MOVED = {
+    **{f"fmmlearn.{name}": f"fmmlearn.utils.{name}" for name in (
+        "_bootstrap", "_files", "_formatting", "_labels", "_lazy", "_processes", "_protocols", "_random", "_signals",
+        "_templates", "_validation", "_warnings")},
+    **{f"fmmlearn.{name}": f"fmmlearn.estimator.{name}" for name in (
+        "_model_card", "_net_routing", "_persistence", "_validation_data")},
+    "fmmlearn._explanation_data": "fmmlearn.explanation._data",
+    "fmmlearn._explanation_frames": "fmmlearn.explanation._frames",
+}
+
+redirect_moved_modules(_MOVED)

@@ -44,12 +44,12 @@ from skorch.hf import AccelerateMixin
 from skorch.utils import TeeGenerator
 from torch.utils.data import DataLoader
 
-# Process facts live below the runtime (fmmlearn._processes); re-exported here, their public home.
-from ._processes import (
+# Process facts live below the runtime (fmmlearn.utils._processes); re-exported here, their public home.
+from .utils import (
     DISTRIBUTED_EXTRA,
     EXIT_BARRIER_TIMEOUT_S,
-    _use_cpu,
     batches_for_this_process,
+    derive_seed,
     gather_objects,
     is_main_process,
     launched_processes,
@@ -59,9 +59,9 @@ from ._processes import (
     process_index,
     require,
     shard_batches,
+    use_cpu,
+    warn,
 )
-from ._random import derive_seed
-from ._warnings import warn
 
 __all__ = [
     "AcceleratedTrainingMixin",
@@ -216,7 +216,7 @@ class AcceleratedTrainingMixin(AccelerateMixin):
     printing on the main process), with what fmmlearn's training loop needs
     on top.  Mix it in front of a net whose ``get_iterator`` returns a
     ``DataLoader`` with a batch sampler, e.g.
-    :class:`~fmmlearn.training.MaskedFineTuningNet`.
+    :class:`~fmmlearn.estimator.MaskedFineTuningNet`.
 
     * **Training batches.**  Every process draws the same epoch of batches
       from the net's own sampler (same seed; length grouping applies) and
@@ -416,7 +416,7 @@ def make_accelerator(accelerator, *, device="auto", precision="auto", gradient_a
         return accelerator, False
     from .modeling import resolve_precision
 
-    cpu = str(device) == "cpu" or _use_cpu()
+    cpu = str(device) == "cpu" or use_cpu()
     mixed = None  # the launch's --mixed_precision (ACCELERATE_MIXED_PRECISION), "no" without one
     if precision != "auto" or "ACCELERATE_MIXED_PRECISION" not in os.environ:
         mixed = _MIXED_PRECISION[resolve_precision(precision, accelerate.PartialState(cpu=cpu).device)]

@@ -7,7 +7,9 @@ that masking and explanations need: which positions are special tokens, which
 segment (A or B) a token belongs to, its word index and its character span in
 the original text.  :func:`collate` pads a subset of examples into a
 :class:`Batch` of tensors; :func:`length_grouped_batches` chooses subsets of
-similar length so that padding stays small.
+similar length so that padding stays small, and the batch samplers of masked
+fine-tuning (:func:`training_batch_sampler`, one ``iter()`` per epoch) draw them
+for training and for the MaSF calibration alike.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._warnings import record_truncation
+from .utils import record_truncation
 
 __all__ = [
     "SEGMENT_A",
@@ -29,9 +31,12 @@ __all__ = [
     "SEGMENT_NONE",
     "Batch",
     "Encoding",
+    "LengthGroupedBatchSampler",
+    "UniformBatchSampler",
     "collate",
     "encode",
     "length_grouped_batches",
+    "training_batch_sampler",
     "validate_texts",
 ]
 
@@ -551,3 +556,62 @@ def iterate_batches(encoding: Encoding, batch_size: int, pad_token_id: int) -> I
     """Yield inference batches of ``encoding`` grouped by length (longest first)."""
     for idx in length_grouped_batches(encoding.lengths, batch_size):
         yield collate(encoding, idx, pad_token_id)
+
+
+# --------------------------------------------------------------------------- batch samplers
+
+
+class _EpochBatchSampler:
+    """A batch sampler over example lengths; each ``iter()`` is one epoch's batches from ``generator``."""
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, shuffle: bool, generator: np.random.Generator):
+        self.lengths = np.asarray(lengths)
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.generator = generator
+
+    def __len__(self) -> int:
+        return -(-len(self.lengths) // self.batch_size)
+
+
+class LengthGroupedBatchSampler(_EpochBatchSampler):
+    """Batch sampler over :func:`~fmmlearn.encoding.length_grouped_batches`.
+
+    Each ``iter()`` (one per epoch) draws a new shuffle from the same generator,
+    so epochs differ but the whole run is reproducible.
+    """
+
+    def __iter__(self):
+        yield from length_grouped_batches(
+            self.lengths, self.batch_size, shuffle=self.shuffle, generator=self.generator
+        )
+
+
+class UniformBatchSampler(_EpochBatchSampler):
+    """The reference's batch order: a fresh uniform permutation per epoch, cut into consecutive batches.
+
+    Batch membership is independent of length (unlike
+    :class:`LengthGroupedBatchSampler`); padding is still per batch.  Same
+    constructor as :class:`LengthGroupedBatchSampler`; without ``shuffle``
+    the examples come in input order.
+    """
+
+    def __iter__(self):
+        n = len(self.lengths)
+        order = self.generator.permutation(n) if self.shuffle else np.arange(n)
+        for start in range(0, n, self.batch_size):
+            yield order[start : start + self.batch_size]
+
+
+def training_batch_sampler(lengths, batch_size: int, generator: np.random.Generator, *, group_by_length: bool = True):
+    """The batch sampler of masked fine-tuning, one ``iter()`` per epoch (shared with MaSF calibration).
+
+    ``group_by_length=True`` draws length-grouped batches
+    (:class:`LengthGroupedBatchSampler`, less padding); ``False`` draws
+    uniformly shuffled ones like the paper's reference code
+    (:class:`UniformBatchSampler`).  :func:`fmmlearn.ood.mask_like_training`
+    calls this with the estimator's setting, so calibration batches are
+    the training batches.
+    """
+    kind = LengthGroupedBatchSampler if group_by_length else UniformBatchSampler
+    return kind(lengths, batch_size, shuffle=True, generator=generator)

@@ -14,8 +14,8 @@ import numbers
 
 import torch
 
-from ._validation import DEFAULT_RATIOS, SEGMENTS, check_ratios
 from .encoding import SEGMENT_A, SEGMENT_NONE, Batch
+from .utils import DEFAULT_RATIOS, SEGMENTS, check_ratios
 
 __all__ = [
     "DEFAULT_RATIOS",

@@ -1,12 +1,12 @@
 """The package's shape (docs/architecture.md), read from the source with ``ast``.
 
-* every unit (top-level module or sub-package) has exactly one layer, and imports only from
-  lower layers -- never from its own layer, so two units of one layer cannot depend on each other;
+* every unit (top-level module or sub-package) has exactly one place in one of at most eight layers,
+  and imports only from lower layers and from the units left of it in its own layer;
 * the import graph has no circle, between modules (inside a package too) or between packages;
 * no module imports another package's private module (``fmmlearn.pkg._x`` is for ``pkg`` only);
 * rooms a newcomer can hold in their head: no module over 700 lines of code (docstrings, comments and blank
   lines not counted), no function body over 120.
-* every warning goes through ``fmmlearn._warnings.warn`` (attributed to the user's line, shown once
+* every warning goes through ``fmmlearn.utils._warnings.warn`` (attributed to the user's line, shown once
   per call): no direct ``warnings.warn`` elsewhere.
 * warnings are silenced by their category, never by a pattern of their message: no
   ``filterwarnings``/``simplefilter`` with ``message=`` in the package or the benchmarks (a pattern
@@ -26,25 +26,19 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fmmlearn"
 #: Layer -> the units (top-level modules and sub-packages) in it, bottom first. A unit imports only
 #: from the layers below its own.
 LAYERS = (
-    ("_version", "_lazy", "exceptions", "_explanation_data"),
-    ("_random", "_validation", "_bootstrap", "_labels", "_warnings", "_formatting", "_net_routing", "_files",
-     "_signals"),
-    ("_templates",),
-    ("metrics", "datasets", "encoding", "plotting", "_processes"),
-    ("masking", "modeling", "_protocols"),
-    ("importance", "distributed", "_persistence"),
-    ("training", "html"),
-    ("explainer_masking", "_explanation_frames", "_validation_data"),
-    ("explanation",),
-    ("ood",),
-    ("faithfulness",),
-    ("_model_card",),
-    ("classifier",),
+    ("_version", "exceptions", "utils"),
+    ("metrics", "datasets", "plotting", "encoding", "masking", "modeling", "__init__"),
+    ("importance", "distributed", "explanation"),
+    ("ood", "faithfulness"),
+    ("estimator",),
     ("study",),
     ("cli",),
-    ("__main__", "__init__"),
+    ("__main__", "classifier", "training", "explainer_masking", "html"),
 )
-LAYER = {unit: level for level, units in enumerate(LAYERS) for unit in units}
+#: Unit -> (its layer, its place in the layer): a unit imports from the layers below and from the units
+#: left of it in its own layer, so the order of the map is one order of the whole package.
+RANK = {unit: (level, place) for level, units in enumerate(LAYERS) for place, unit in enumerate(units)}
+LAYER = {unit: level for unit, (level, _) in RANK.items()}
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 700, 120
 
 SOURCES = sorted(PACKAGE.rglob("*.py"))
@@ -132,6 +126,10 @@ def _package_graph() -> dict:
     return graph
 
 
+def test_the_layer_map_has_at_most_eight_layers():
+    assert len(LAYERS) <= 8, f"{len(LAYERS)} layers: group units into at most eight (docs/architecture.md)"
+
+
 def test_the_layer_map_names_each_unit_once_and_every_unit_has_a_layer():
     named = [unit for units in LAYERS for unit in units]
     assert len(named) == len(set(named)), f"named twice: {sorted({u for u in named if named.count(u) > 1})}"
@@ -141,10 +139,11 @@ def test_the_layer_map_names_each_unit_once_and_every_unit_has_a_layer():
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_a_module_imports_only_from_lower_layers(module):
+def test_a_module_imports_only_from_below_or_left_of_its_unit(module):
     unit = _unit(module)
-    wrong = sorted({_unit(t) for t in GRAPH[module] if _unit(t) != unit and LAYER[_unit(t)] >= LAYER[unit]})
-    assert not wrong, f"{module} (layer {LAYER[unit]}, {unit}) imports from its own layer or above: {wrong}"
+    wrong = sorted({_unit(t) for t in GRAPH[module] if _unit(t) != unit and RANK[_unit(t)] > RANK[unit]})
+    assert not wrong, (f"{module} (layer {LAYER[unit]}, {unit}) imports from a unit right of it in its layer "
+                       f"or from a layer above: {wrong}")
 
 
 def test_no_import_circle_between_modules():
@@ -216,7 +215,7 @@ def test_rooms_a_newcomer_can_hold_in_their_head(path):
 #: Modules allowed to call :mod:`warnings` directly, and why.
 DIRECT_WARNINGS = {
     # the helper itself
-    "fmmlearn._warnings": "warn",
+    "fmmlearn.utils._warnings": "warn",
     # re-emits a warning pandas raised while reading a table, at pandas' own file and line
     "fmmlearn.cli._io": "warn_explicit",
 }
@@ -242,7 +241,7 @@ def test_every_warning_goes_through_the_one_helper():
         allowed = DIRECT_WARNINGS.get(module)
         offenders += [f"{path.relative_to(PACKAGE)}:{line} {call}" for line, call in
                       _direct_warnings(path.read_text(encoding="utf-8")) if call != allowed]
-    assert not offenders, ("warn through fmmlearn._warnings.warn (the user's line, once per call), not directly: "
+    assert not offenders, ("warn through fmmlearn.utils._warnings.warn (the user's line, once per call), not directly: "
                            + ", ".join(offenders))
 
 
@@ -333,7 +332,7 @@ def test_text_is_tokenized_once_in_encoding_and_never_decoded():
 
 
 def _seed_arithmetic(source: str) -> list:
-    """Lines that add a number to a seed (``seed + 1``): a derived seed made outside ``fmmlearn._random``."""
+    """Lines that add a number to a seed (``seed + 1``): a derived seed made outside ``fmmlearn.utils._random``."""
     def is_seed(node) -> bool:
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
         return "seed" in name.lower()
@@ -345,8 +344,8 @@ def _seed_arithmetic(source: str) -> list:
 
 def test_every_derived_seed_comes_from_the_random_module():
     offenders = [f"{path.relative_to(PACKAGE)}:{line}" for module, path in MODULES.items()
-                 if module != "fmmlearn._random" for line in _seed_arithmetic(path.read_text(encoding="utf-8"))]
-    assert not offenders, ("derive seeds with fmmlearn._random (derive_seed, or offset_seed for the old "
+                 if module != "fmmlearn.utils._random" for line in _seed_arithmetic(path.read_text(encoding="utf-8"))]
+    assert not offenders, ("derive seeds with fmmlearn.utils._random (derive_seed, or offset_seed for the old "
                            "seed + k streams): " + ", ".join(offenders))
 
 
@@ -378,6 +377,25 @@ def test_the_filter_reader_sees_filters_by_message():
               "warnings.filterwarnings('ignore', category=FutureWarning, module='peft')\n"
               "warnings.filterwarnings('ignore', '', FutureWarning)\n")
     assert _message_filters(source) == [(3, "filterwarnings"), (4, "filterwarnings"), (5, "simplefilter")]
+
+
+def _script_imports(path: Path, scripts: set) -> set:
+    """The sibling scripts ``path`` imports (``import x`` / ``from x import y``, at any depth)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+    return (found & scripts) - {path.stem}
+
+
+def test_no_import_circle_between_benchmark_scripts():
+    scripts = sorted((PACKAGE.parent / "benchmarks").glob("*.py"))
+    names = {p.stem for p in scripts}
+    graph = {p.stem: _script_imports(p, names) for p in scripts}
+    assert graph["reproduce"] >= {"claims", "reading"}  # the graph sees function-level imports too
+    assert not _cycles(graph), f"import circles between benchmark scripts: {_cycles(graph)}"
 
 
 def test_the_cycle_finder_sees_a_circle_inside_one_layer():

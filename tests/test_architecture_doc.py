@@ -26,6 +26,23 @@ def test_the_layer_table_is_the_architecture_tests_layer_map():
     assert _doc_layers() == {i: units for i, units in enumerate(LAYERS)}
 
 
+def _pictured_layers() -> dict:
+    """Layer -> the units named on its line of the picture above the table (descriptions name no unit)."""
+    section = PAGE[PAGE.index("## Layers"):PAGE.index("<!-- layers -->")]
+    picture = section[section.index("```text"):section.index("```", section.index("```text") + 3)]
+    units = {unit for layer in LAYERS for unit in layer}
+    layers = {}
+    for line in picture.splitlines():
+        match = re.match(r"\s*(\d+)\s+(.*)$", line)
+        if match:
+            layers[int(match.group(1))] = {w for w in re.split(r"[\s,()]+", match.group(2)) if w in units}
+    return layers
+
+
+def test_the_picture_of_the_layers_shows_the_layer_map():
+    assert _pictured_layers() == {i: set(units) for i, units in enumerate(LAYERS)}
+
+
 def _contracts() -> list:
     section = PAGE[PAGE.index("## Contracts"):]
     return [item for item in re.split(r"\n\* ", section)[1:]]

@@ -19,7 +19,7 @@ from fmmlearn.study import load_study
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from fmmlearn._files import directory_lock
+    from fmmlearn.utils._files import directory_lock
 
     with directory_lock(sys.argv[1]):
         print("locked", flush=True)
@@ -49,7 +49,7 @@ def test_a_second_demo_on_the_same_output_stops_naming_the_directory_and_the_hol
     finally:
         holder.kill()  # kill -9: the operating system releases the lock with the process
         holder.wait()
-    from fmmlearn._files import directory_lock
+    from fmmlearn.utils._files import directory_lock
 
     with directory_lock(output):  # so a dead run's lock never blocks the next one
         pass
@@ -69,7 +69,7 @@ def test_a_save_into_a_directory_another_process_is_saving_into_waits_for_it(tmp
     with pytest.raises(DirectoryInUseError, match=f"directory {target} is in use"):
         second = hold(target, 30)
         try:
-            from fmmlearn._files import directory_lock
+            from fmmlearn.utils._files import directory_lock
 
             with directory_lock(target):
                 pass

@@ -7,7 +7,7 @@ import pytest
 
 import fmmlearn
 from fmmlearn import FittedClassifier
-from fmmlearn._protocols import MaskedFittedClassifier
+from fmmlearn.utils._protocols import MaskedFittedClassifier
 
 from helpers.faithfulness import BagClassifier, word_weights
 

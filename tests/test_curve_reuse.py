@@ -10,7 +10,7 @@ import torch
 from helpers.data import make_sentiment
 from helpers.faithfulness import BagClassifier, word_weights
 
-from fmmlearn import explainer_masking as _loop
+from fmmlearn.explanation import _masking as _loop
 from fmmlearn.faithfulness import faithfulness_curve, iter_explainer_masking
 from fmmlearn.faithfulness._curves import step_logits
 from fmmlearn.metrics import get_metric

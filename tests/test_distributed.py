@@ -15,14 +15,14 @@ from sklearn.base import clone
 
 from helpers.data import make_sentiment
 
-from fmmlearn import FaithfulTextClassifier
-from fmmlearn import _processes, distributed
-from fmmlearn._random import derive_seed
+from fmmlearn import FaithfulTextClassifier, distributed
 from fmmlearn.distributed import (dask_backend, gather_objects, is_main_process, local_only, num_processes,
                                   optimizer_steps_per_epoch, process_seed, shard_batches, split_training_batches)
+from fmmlearn.utils import _processes
+from fmmlearn.utils._random import derive_seed
 from fmmlearn.encoding import encode, length_grouped_batches
 from fmmlearn.modeling import map_batches
-from fmmlearn.training import EncodedDataset, make_net
+from fmmlearn.estimator import EncodedDataset, make_net
 
 accelerate = pytest.importorskip("accelerate", reason="the distributed extra is part of the test extra")
 

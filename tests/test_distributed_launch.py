@@ -55,7 +55,7 @@ SCRIPT = textwrap.dedent('''
 
     import numpy as np
 
-    import fmmlearn.training as training
+    import fmmlearn.estimator as training
     from fmmlearn import FaithfulTextClassifier
     from fmmlearn.distributed import gather_objects, local_only, num_processes, process_index
     from fmmlearn.encoding import collate

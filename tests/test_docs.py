@@ -418,7 +418,7 @@ def test_a_name_no_block_of_the_page_defines_fails():
 
 
 def test_a_stale_signature_block_fails():
-    stale = "from fmmlearn.html import explanation_html\n\nexplanation_html(explanations, *, path=None) -> str\n"
+    stale = "from fmmlearn.explanation import explanation_html\n\nexplanation_html(explanations, *, path=None) -> str\n"
     assert is_signature_block(stale)
     with pytest.raises(AssertionError, match="the documented signature of explanation_html"):
         check_signature_block(stale, "docs/example.md:10")

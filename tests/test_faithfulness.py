@@ -9,7 +9,7 @@ import torch
 
 from fmmlearn.encoding import SEGMENT_A, SEGMENT_B, Batch
 from fmmlearn.explanation import explain
-from fmmlearn._bootstrap import mean_ci
+from fmmlearn.utils._bootstrap import mean_ci
 from fmmlearn.faithfulness import (
     CURVE_COLUMNS,
     FaithfulnessReport,

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from fmmlearn.faithfulness import FaithfulnessReport
-from fmmlearn.html import SIGNED_PALETTE, UNSIGNED_PALETTE, explanation_html, report_html
+from fmmlearn.explanation import SIGNED_PALETTE, UNSIGNED_PALETTE, explanation_html
+from fmmlearn.plotting import report_html
 from helpers.browser import dump_dom, image_stats, require_chromium, screenshot
 from helpers.heatmap import contrast_ratio, parse_heatmap
 

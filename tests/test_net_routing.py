@@ -8,7 +8,7 @@ from sklearn.model_selection import GridSearchCV
 from skorch.callbacks import Callback
 
 from fmmlearn import FaithfulTextClassifier
-from fmmlearn.training import make_net
+from fmmlearn.estimator import make_net
 
 # Fits of a few epochs on 40 texts: a tiny model that predicts one class is expected here.
 pytestmark = pytest.mark.filterwarnings("ignore::fmmlearn.exceptions.DegenerateModelWarning")
@@ -80,7 +80,7 @@ def test_loader_settings_reach_the_data_loaders(tiny_model_dir, sentiment_data):
     from fmmlearn.encoding import encode
     from fmmlearn.metrics import get_metric
     from fmmlearn.modeling import load_pretrained
-    from fmmlearn.training import EncodedDataset
+    from fmmlearn.estimator import EncodedDataset
 
     tokenizer, model = load_pretrained(tiny_model_dir, num_labels=2, id2label={0: "a", 1: "b"},
                                        label2id={"a": 0, "b": 1})

@@ -11,7 +11,7 @@ from fmmlearn import FaithfulTextClassifier
 from fmmlearn.ood import (REFERENCE_ONLY_COLUMNS, REPORT_COLUMNS, MaSF, calibration_features, calibration_groups,
                           hidden_state_features, in_distribution_report, mask_like_training, summarize_pvalues)
 from fmmlearn.plotting import plot_in_distribution
-from fmmlearn.training import EncodedDataset, MaskedFineTuningNet
+from fmmlearn.estimator import EncodedDataset, MaskedFineTuningNet
 
 from helpers.data import make_sentiment
 

@@ -59,7 +59,7 @@ def test_dataset_chooses_the_selection_metric(tiny_params):
 
 
 def test_fit_passes_the_schedule_and_batch_order_to_the_training_loop(tiny_params, monkeypatch):
-    import fmmlearn.classifier as classifier
+    import fmmlearn.estimator._classifier as classifier
 
     seen = {}
     real = classifier.make_net

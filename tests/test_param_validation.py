@@ -5,7 +5,7 @@ every public function of the top level is wrapped by ``validate_params``
 (or is in :data:`NOT_WRAPPED`, with the reason), and every numeric interval
 declared anywhere (functions and estimators' ``_parameter_constraints``)
 rejects ``True`` with a message naming the argument -- ``batch_size=True`` is
-a mistake, not a batch of one (``fmmlearn._validation.StrictInterval``).
+a mistake, not a batch of one (``fmmlearn.utils._validation.StrictInterval``).
 """
 
 import importlib
@@ -89,7 +89,7 @@ def _numeric_intervals():
 
 def test_the_walk_finds_the_declared_intervals():
     owners = {owner for owner, _, _ in _numeric_intervals()}
-    assert {"fmmlearn.classifier.FaithfulTextClassifier", "fmmlearn.ood._masf.MaSF"} <= owners
+    assert {"fmmlearn.estimator._classifier.FaithfulTextClassifier", "fmmlearn.ood._masf.MaSF"} <= owners
     assert len(_numeric_intervals()) >= 20
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 from sklearn.model_selection import GridSearchCV
 
-import fmmlearn._persistence as persistence
+import fmmlearn.estimator._persistence as persistence
 from helpers.data import make_sentiment
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn.ood import hidden_state_features

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from helpers.data import make_sentiment
-from fmmlearn.html import explanation_html
+from fmmlearn.explanation import explanation_html
 from fmmlearn.study import FaithfulnessStudy
 from helpers.browser import dump_dom, image_stats, require_chromium, screenshot
 

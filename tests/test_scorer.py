@@ -9,7 +9,7 @@ from joblib import parallel_config
 from sklearn.model_selection import GridSearchCV, cross_validate
 
 from fmmlearn import FaithfulTextClassifier
-from fmmlearn._random import derive_seed
+from fmmlearn.utils._random import derive_seed
 from fmmlearn.faithfulness import (
     FaithfulnessWarning,
     acu,

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from fmmlearn._signals import not_swallowed, signals_as_interrupts
+from fmmlearn.utils._signals import not_swallowed, signals_as_interrupts
 from fmmlearn.exceptions import JobInterrupted
 
 

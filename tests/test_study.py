@@ -157,7 +157,7 @@ def test_the_in_distribution_stage_reports_controls_power_and_a_verdict_per_mode
     splits = load_splits(*toy_data, n_train=100, n_valid=30, n_test=40, random_state=0)
     clf = fitted_model(result, cache, "masked", 1)
     detector = fit_detector(clf, DEFAULT_DETECTOR, splits.X_valid, X_train=splits.X_train, random_state=1)
-    from fmmlearn._random import derive_seed
+    from fmmlearn.utils._random import derive_seed
 
     encoding, steps = masked_test_sets(clf, splits.X_test, splits.y_test.tolist(), ratios=RATIOS,
                                        random_state=derive_seed(1, 1))
@@ -629,7 +629,7 @@ def test_report_is_one_self_contained_page_with_every_section(study_run, tmp_pat
 
 
 def test_the_report_template_reserves_a_block_for_erasure_metrics(study_run):
-    from fmmlearn._templates import environment as _environment
+    from fmmlearn.utils._templates import environment as _environment
     from fmmlearn.study._report import report_context
 
     result, _ = study_run

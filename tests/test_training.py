@@ -6,7 +6,7 @@ import torch
 
 from fmmlearn.encoding import encode
 from fmmlearn.metrics import get_metric
-from fmmlearn.training import (
+from fmmlearn.estimator import (
     BestEpochRestorer,
     EncodedDataset,
     concat_encodings,

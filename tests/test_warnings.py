@@ -15,7 +15,7 @@ from fmmlearn import (
     faithfulness_report,
     make_faithfulness_scorer,
 )
-from fmmlearn._warnings import reports_truncation_once, single_class_note, warn
+from fmmlearn.utils._warnings import reports_truncation_once, single_class_note, warn
 from fmmlearn.encoding import encode
 from fmmlearn.explanation import explain
 from fmmlearn.faithfulness import faithfulness_curve
@@ -234,7 +234,7 @@ def test_saving_shows_no_transformers_progress_bar(fitted_tiny, tmp_path, capfd)
 
 
 def test_a_commands_warnings_are_one_line_and_its_w_options_name_fmmlearns_classes(capsys):
-    from fmmlearn._warnings import command_line_warnings
+    from fmmlearn.utils._warnings import command_line_warnings
     from fmmlearn.exceptions import CacheWarning
 
     with command_line_warnings([]):

@@ -129,7 +129,7 @@ def labels_from(frame, label_col: str, path: str = "the data", classes=None):
 
 def write_table(frame, path: str) -> None:
     """Write a DataFrame by suffix (CSV, TSV, JSON Lines, Parquet or HTML); the path is checked beforehand."""
-    from .._files import atomic_write
+    from ..utils import atomic_write
 
     suffix = Path(path).suffix.lower()
     writers = {

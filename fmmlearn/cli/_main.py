@@ -72,7 +72,7 @@ def _interrupted(args, error: BaseException) -> str:
     """The line of a command stopped by a signal: which one, and what a rerun does."""
     from pathlib import Path
 
-    from .._signals import signal_name
+    from ..utils import signal_name
 
     name = signal_name(error)
     if getattr(args, "command", None) == "demo":
@@ -100,8 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         0 on success, 2 for a user error (one ``error: ...`` line on stderr), 130 after Ctrl-C and 143
         after SIGTERM (one ``error: interrupted by ...`` line).
     """
-    from .._signals import exit_status, signals_as_interrupts
-    from .._warnings import command_line_warnings
+    from ..utils import command_line_warnings, exit_status, signals_as_interrupts
 
     args = build_parser().parse_args(argv)
     as_json, stdout = getattr(args, "json", False), sys.stdout

@@ -168,7 +168,7 @@ def say(args, *lines) -> None:
 
 def load_model(args):
     """The saved classifier of ``args.model_dir`` on ``--device``, with ``--batch-size`` and the verbosity."""
-    from ..classifier import FaithfulTextClassifier
+    from ..estimator import FaithfulTextClassifier
 
     clf = FaithfulTextClassifier.load(args.model_dir, device=getattr(args, "device", "auto"))
     params = {"verbose": getattr(args, "verbose", 1)}

@@ -100,8 +100,7 @@ def run(args) -> dict:
 
     One demo at a time writes ``--output``: a second one stops with an error naming the holder's pid.
     """
-    from .._files import directory_lock
-    from .._validation import check_writable_dir
+    from ..utils import check_writable_dir, directory_lock
 
     output = check_writable_dir(args.output, "--output")
     with directory_lock(output, option="--output"):

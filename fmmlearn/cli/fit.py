@@ -82,7 +82,7 @@ def _paper_settings(args) -> dict:
 
 
 def add_parser(sub) -> None:
-    from ..classifier import FaithfulTextClassifier
+    from ..estimator import FaithfulTextClassifier
     from ..masking import MASKING_STRATEGIES
     from ..modeling import PRECISIONS
 
@@ -146,7 +146,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> dict:
     """``fmmlearn fit``: read, check, fine-tune, save."""
-    from ..classifier import FaithfulTextClassifier
+    from ..estimator import FaithfulTextClassifier
     from ..distributed import is_main_process, launched_processes
 
     check_model_dir(args.output, "--output")

@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.dummy import DummyClassifier
 from sklearn.utils._param_validation import validate_params
 
-from .._validation import StrictInterval
+from ..utils import StrictInterval
 from .babi import BABI_LOCATIONS
 
 __all__ = ["BlindBaseline", "blind_baseline", "majority_class", "question_blind_predictions",

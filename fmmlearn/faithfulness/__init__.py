@@ -11,13 +11,14 @@ area is RACU (Madsen, Reddy & Chandar, 2024; ``docs/faithfulness.md``).
 
 One concept per module, from the bottom:
 
-* :mod:`fmmlearn.explainer_masking` (below this package, shared with the
-  in-distribution report) -- :func:`iter_batch_masking` (one padded batch, any
+* the explainer-masking loop of :mod:`fmmlearn.explanation` (below this package, shared
+  with the in-distribution report) -- :func:`iter_batch_masking` (one padded batch, any
   model) and :func:`iter_explainer_masking` (a whole encoded set of a fitted
   classifier, yielding ``(ratio, masked ids)`` per step), re-exported here;
 * :mod:`fmmlearn.importance.precomputed` -- precomputed scores (e.g. Captum's)
   aligned to an encoding;
-* ``_curves`` -- :func:`faithfulness_curve`, :func:`random_masking_curve`;
+* ``_curves`` -- :func:`faithfulness_curve`, :func:`random_masking_curve`, and the per-example outcomes
+  every curve aggregates (:func:`step_outcomes`, :func:`masked_fractions`; the study reads them too);
 * ``_area`` -- :func:`acu`, :func:`racu` (numpy and pandas only);
 * ``_scorer`` -- :func:`make_faithfulness_scorer`, :func:`faithfulness_score`,
   :func:`faithful_refit` for ``GridSearchCV`` / ``cross_validate``;
@@ -30,14 +31,13 @@ One concept per module, from the bottom:
   supporting occurrence of a bAbI answer above its other occurrences (numpy and
   pandas only).
 
-Only the classifier interface of :class:`fmmlearn._protocols.FittedClassifier`
+Only the classifier interface of :class:`fmmlearn.FittedClassifier`
 is used.  Names are imported on first use, so ``from fmmlearn.faithfulness
 import acu, racu`` does not load torch.
 """
 
-from .._lazy import attach
-from .._validation import DEFAULT_RATIOS, check_ratios
 from ..exceptions import FaithfulnessWarning
+from ..utils import DEFAULT_RATIOS, attach, check_ratios
 from ._area import acu, area_statistics, racu
 from ._supporting import (
     SUPPORTING_FACT_COLUMNS,
@@ -54,9 +54,11 @@ _LAZY = {
     "CURVE_COLUMNS": "._curves",
     "RANDOM_MASKING": "._curves",
     "faithfulness_curve": "._curves",
+    "masked_fractions": "._curves",
     "random_masking_curve": "._curves",
-    "iter_batch_masking": "..explainer_masking",
-    "iter_explainer_masking": "..explainer_masking",
+    "step_outcomes": "._curves",
+    "iter_batch_masking": "..explanation",
+    "iter_explainer_masking": "..explanation",
     "faithful_refit": "._scorer",
     "faithfulness_score": "._scorer",
     "make_faithfulness_scorer": "._scorer",

@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validation import check_ratios
-from .._warnings import single_class_note, warn
 from ..exceptions import FaithfulnessWarning
 from ..metrics import greater_is_better as _metric_greater_is_better
+from ..utils import check_ratios, single_class_note, warn
 
 __all__ = ["acu", "area_statistics", "racu"]
 

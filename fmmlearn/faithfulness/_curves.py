@@ -9,19 +9,20 @@ import pandas as pd
 import torch
 from sklearn.utils._param_validation import StrOptions, validate_params
 
-from .._labels import gold_targets
-from .._random import resolve_seed
-from .._validation import SEGMENTS, check_ratios, check_segment, positive_int
-from .._warnings import reports_truncation_once, warn
 from ..datasets import paper_primary_metric
 from ..encoding import collate
 from ..exceptions import FaithfulnessWarning
-from ..explainer_masking import eligible_masks, iter_explainer_masking
+from ..explanation import eligible_masks, iter_explainer_masking
 from ..importance import get_measure
 from ..masking import fixed_count_masking, maskable_positions
 from ..metrics import get_metric
+from ..modeling import probabilities
+from ..utils import (
+    SEGMENTS, check_ratios, check_segment, gold_targets, positive_int, reports_truncation_once, resolve_seed, warn,
+)
 
-__all__ = ["BASELINE", "CURVE_COLUMNS", "RANDOM_MASKING", "faithfulness_curve", "random_masking_curve"]
+__all__ = ["BASELINE", "CURVE_COLUMNS", "RANDOM_MASKING", "faithfulness_curve", "masked_fractions",
+           "random_masking_curve", "step_logits", "step_outcomes"]
 
 #: Columns of a curve DataFrame, in order.
 CURVE_COLUMNS = ("method", "ratio", "metric", "value", "n_examples", "mean_masked_fraction")
@@ -44,14 +45,33 @@ def resolve_metric(clf, metric):
     return get_metric(metric)
 
 
-def _masked_fractions(clf, encoding, id_sets: list, segment: str) -> list[float]:
-    """Per step: the share of eligible tokens holding the mask token, averaged over examples with any."""
-    eligible, _ = eligible_masks(clf, encoding, segment)  # eligibility does not change with masking
-    mask_id, counted = clf.tokenizer_.mask_token_id, [i for i, e in enumerate(eligible) if e.any()]
-    if not counted:
-        return [float("nan")] * len(id_sets)
-    return [float(np.mean([(eligible[i] & (np.asarray(ids[i]) == mask_id)).sum() / eligible[i].sum()
-                           for i in counted])) for ids in id_sets]
+def masked_fractions(clf, encoding, ids, segment: str) -> np.ndarray:
+    """Per example, the share of its eligible tokens holding the mask token (NaN where none is eligible).
+
+    Parameters
+    ----------
+    clf : FittedClassifier
+    encoding : Encoding
+    ids : list of ndarray
+        The (masked) ids of every example, aligned with ``encoding``.
+    segment : {"first", "all"}
+        Which tokens are eligible (docs/faithfulness.md).
+
+    Returns
+    -------
+    ndarray of shape (n_examples,), float64
+    """
+    eligible, masked = eligible_masks(clf, encoding, segment, input_ids=ids)
+    n = np.array([e.sum() for e in eligible], dtype=np.float64)
+    hits = np.array([m.sum() for m in masked], dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, hits / np.maximum(n, 1), np.nan)
+
+
+def _mean_fraction(fractions: np.ndarray) -> float:
+    """The masked share averaged over the examples that have eligible tokens (NaN when none has)."""
+    counted = fractions[np.isfinite(fractions)]
+    return float(counted.mean()) if counted.size else float("nan")
 
 
 def step_logits(clf, encoding, id_sets: list) -> list[np.ndarray]:
@@ -91,10 +111,33 @@ def step_logits(clf, encoding, id_sets: list) -> list[np.ndarray]:
     return [logits[where[step]] for step in range(len(id_sets))]
 
 
+def step_outcomes(clf, encoding, steps, segment: str) -> tuple[list, list]:
+    """The per-example outcomes of every masking step: what a curve aggregates (docs/faithfulness.md).
+
+    Parameters
+    ----------
+    clf : FittedClassifier
+    encoding : Encoding
+    steps : list of (float, list of ndarray)
+        Per ratio, the masked ids of every example (from
+        :func:`~fmmlearn.explanation.iter_explainer_masking`).
+    segment : {"first", "all"}
+        Which tokens count for the masked fractions.
+
+    Returns
+    -------
+    logits : list of ndarray of shape (n_examples, n_classes)
+        Per step, evaluated in one batched pass over the distinct inputs (:func:`step_logits`).
+    fractions : list of ndarray of shape (n_examples,)
+        Per step, :func:`masked_fractions`.
+    """
+    id_sets = [ids for _, ids in steps]
+    return step_logits(clf, encoding, id_sets), [masked_fractions(clf, encoding, ids, segment) for ids in id_sets]
+
+
 def _metric_value(metric, clf, y_true, logits: np.ndarray) -> float:
     if metric.needs_proba:
-        proba = torch.softmax(torch.from_numpy(logits).double(), dim=1).numpy()
-        return metric(y_true, proba, labels=clf.classes_)
+        return metric(y_true, probabilities(logits), labels=clf.classes_)
     return metric(y_true, clf.classes_[logits.argmax(axis=1)], labels=clf.classes_)
 
 
@@ -109,9 +152,8 @@ def _curve_frame(clf, encoding, y_true, steps, metric, method: str, segment: str
     steps = list(steps)
     cached = lambda ratio: endpoints is not None and ratio in (0.0, 1.0)  # noqa: E731
     todo = [(ratio, ids) for ratio, ids in steps if not (cached(ratio) and ratio in endpoints)]
-    id_sets = [ids for _, ids in todo]
-    logits, fractions = step_logits(clf, encoding, id_sets), _masked_fractions(clf, encoding, id_sets, segment)
-    scores = {ratio: (_metric_value(metric, clf, y_true, step), fraction)
+    logits, fractions = step_outcomes(clf, encoding, todo, segment)
+    scores = {ratio: (_metric_value(metric, clf, y_true, step), _mean_fraction(fraction))
               for (ratio, _), step, fraction in zip(todo, logits, fractions)}
     for ratio, score in scores.items():
         if cached(ratio):

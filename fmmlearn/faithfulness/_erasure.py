@@ -27,23 +27,22 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import torch
-from scipy.special import softmax
 from sklearn.base import clone
 from sklearn.utils._param_validation import StrOptions, validate_params
 
-from .._bootstrap import mean_ci
-from .._labels import resolve_targets
-from .._random import derive_seed, resolve_seed
-from .._validation import SEGMENTS, StrictInterval, positive_int
-from .._warnings import reports_truncation_once, warn
 from ..encoding import Encoding
 from ..exceptions import FaithfulnessWarning, UncertifiedErasureWarning
-from ..explainer_masking import eligible_masks, finite_scores
+from ..explanation import eligible_masks, finite_scores
 from ..explanation import explain_encoded
 from ..importance import get_measure
 from ..importance.precomputed import check_covered, importance_arrays
 from ..masking import mask_top_k
+from ..modeling import probabilities
 from ..ood import ConformalDetector, MaSF, calibration_features, hidden_state_features, min_calibration_size
+from ..utils import (
+    SEGMENTS, StrictInterval, derive_seed, mean_ci, positive_int, reports_truncation_once, resolve_seed,
+    resolve_targets, warn,
+)
 from ._token_lists import is_token_list_form, token_list_scores
 
 __all__ = ["AOPC", "DEFAULT_K", "ERASURE_MODES", "PER_EXAMPLE_COLUMNS", "REMOVALS", "SUMMARY_COLUMNS",
@@ -326,7 +325,7 @@ def _score_perturbed(clf, encoding, plan, target_idx, removal, masf, batch_size)
         chunk = todo[start: start + _CHUNK]
         perturbed = _perturbed_encoding(encoding, rows[chunk], plan["removed"].iloc[chunk].tolist(), removal,
                                         clf.tokenizer_.mask_token_id)
-        proba = softmax(clf.encoded_logits(perturbed).astype(np.float64), axis=1)
+        proba = probabilities(clf.encoded_logits(perturbed))
         p[chunk] = proba[np.arange(len(chunk)), target_idx[rows[chunk]]]
         if masf is not None:
             features = hidden_state_features(clf, encoding=perturbed, pooling=masf.pooling, batch_size=batch_size)
@@ -564,7 +563,7 @@ def erasure_metrics(
     logits = clf.encoded_logits(encoding).astype(np.float64)
     if target_idx is None:
         target_idx = logits.argmax(axis=1).astype(np.int64)  # the prediction, as ERASER does
-    p_full = softmax(logits, axis=1)[np.arange(len(encoding)), target_idx]
+    p_full = probabilities(logits)[np.arange(len(encoding)), target_idx]
     if scores is None:
         forward = {key: method_params.pop(key) for key in _FORWARD_OPTIONS if key in method_params}
         scores = explain_encoded(clf, encoding, target_idx, measure, segment, batch_size=batch_size,

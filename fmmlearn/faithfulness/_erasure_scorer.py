@@ -9,11 +9,9 @@ import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import StrOptions, validate_params
 
-from .._random import derive_seed, resolve_seed, sample_examples
-from .._validation import positive_int
 from ..exceptions import FaithfulnessWarning
-from .._warnings import warn
 from ..importance import get_measure
+from ..utils import derive_seed, positive_int, resolve_seed, sample_examples, warn
 from ._erasure import _REMOVAL_CONSTRAINTS, AOPC, DEFAULT_K, ERASURE_MODES, _check_choice, check_k, erasure_metrics
 
 __all__ = ["make_erasure_scorer"]

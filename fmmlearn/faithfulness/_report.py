@@ -11,13 +11,12 @@ import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import validate_params
 
-from .._bootstrap import mean_ci
-from .._labels import gold_targets
-from .._random import derive_seed, resolve_seed
-from .._validation import StrictInterval, check_ratios, check_segment, positive_int
-from .._warnings import reports_truncation_once, warn
 from ..exceptions import FaithfulnessWarning
 from ..importance import get_measure
+from ..utils import (
+    StrictInterval, check_ratios, check_segment, derive_seed, gold_targets, mean_ci, positive_int,
+    reports_truncation_once, resolve_seed, warn,
+)
 from ._area import acu, flat_baseline_reason, racu
 from ._curves import BASELINE, encoded_curve
 
@@ -64,8 +63,8 @@ class FaithfulnessReport(NamedTuple):
         return plot_faithfulness(self.curves, ax=ax, path=path)
 
     def _repr_html_(self) -> str:
-        """Notebook display: the summary table and the curves (see :func:`fmmlearn.html.report_html`)."""
-        from ..html import report_html
+        """Notebook display: the summary table and the curves (see :func:`fmmlearn.plotting.report_html`)."""
+        from ..plotting import report_html
 
         return report_html(self, full_page=False)
 

@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import validate_params
 
-from .._labels import gold_targets
-from .._random import derive_seed, resolve_seed, sample_examples
-from .._validation import DEFAULT_RATIOS, StrictInterval, check_ratios, check_segment, positive_int
-from .._warnings import reports_truncation_once, warn
 from ..exceptions import FaithfulnessWarning
-from ..explainer_masking import eligible_masks, resolve_recursive
+from ..explanation import eligible_masks, resolve_recursive
 from ..importance import get_measure
 from ..metrics import get_metric
+from ..utils import (
+    DEFAULT_RATIOS, StrictInterval, check_ratios, check_segment, derive_seed, gold_targets, positive_int,
+    reports_truncation_once, resolve_seed, sample_examples, warn,
+)
 from ._area import acu, flat_baseline_reason, racu
 from ._curves import BASELINE, encoded_curve, resolve_metric
 

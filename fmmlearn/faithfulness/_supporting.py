@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import StrOptions, validate_params
 
-from .._bootstrap import mean_ci
-from .._validation import StrictInterval, positive_int
+from ..utils import StrictInterval, mean_ci, positive_int
 
 __all__ = ["SUPPORTING_FACT_COLUMNS", "SupportingFactReport", "occurrence_credit", "summarize_credits",
            "supporting_fact_credits", "supporting_fact_score"]

@@ -19,6 +19,7 @@ from ._batching import (
     logits_of,
     map_batches,
     predict_logits,
+    probabilities,
     progress_bar,
     run_in_batches,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "position_limit",
     "precision_report",
     "predict_logits",
+    "probabilities",
     "progress_bar",
     "quiet_transformers",
     "reduced_dtype",

@@ -11,7 +11,26 @@ import torch
 
 from ._devices import autocast, is_oom
 
-__all__ = ["check_finite_logits", "forward_logits", "logits_of", "map_batches", "predict_logits", "progress_bar", "run_in_batches"]
+__all__ = ["check_finite_logits", "forward_logits", "logits_of", "map_batches", "predict_logits", "probabilities",
+           "progress_bar", "run_in_batches"]
+
+
+def probabilities(logits) -> np.ndarray:
+    """Class probabilities of logits: the softmax over the last axis, computed in float64.
+
+    The one softmax of fmmlearn (predictions, curves, erasure, explanations), so every probability of
+    one logit row is the same number wherever it is read.
+
+    Parameters
+    ----------
+    logits : ndarray or Tensor of shape (..., n_classes)
+
+    Returns
+    -------
+    ndarray of float64
+    """
+    values = logits.detach().cpu() if isinstance(logits, torch.Tensor) else torch.from_numpy(np.asarray(logits))
+    return torch.softmax(values.double(), dim=-1).numpy()
 
 
 def logits_of(output) -> torch.Tensor:
@@ -103,7 +122,7 @@ def map_batches(fn: Callable, lengths, batch_size: int, *, ragged: bool = False,
     generator : torch.Generator, optional
         The random source ``fn`` draws from, reseeded before every batch from
         its seed and the batch's first example
-        (:func:`~fmmlearn._random.derive_seed`), so the draws of a batch do not
+        (:func:`~fmmlearn.utils._random.derive_seed`), so the draws of a batch do not
         depend on which process runs it or after which other batches.
 
     Returns
@@ -111,9 +130,8 @@ def map_batches(fn: Callable, lengths, batch_size: int, *, ragged: bool = False,
     ndarray or list of ndarray, or a list of those (one per output of ``fn``)
         Indexed like ``lengths``.
     """
-    from .._processes import batches_for_this_process, gather_objects, is_main_process
-    from .._random import derive_seed
     from ..encoding import length_grouped_batches
+    from ..utils import batches_for_this_process, derive_seed, gather_objects, is_main_process
 
     lengths = np.asarray(lengths, dtype=np.int64)
     outputs, several = None, False

@@ -21,7 +21,7 @@ def resolve_device(device: str | torch.device) -> torch.device:
     if isinstance(device, str) and device == "auto":
         if not torch.cuda.is_available():
             return torch.device("cpu")
-        from .._processes import process_device_index
+        from ..utils import process_device_index
 
         index = process_device_index()
         return torch.device("cuda") if index is None else torch.device("cuda", index)

@@ -304,7 +304,7 @@ def resolve_max_length(max_length, model, tokenizer, *, is_pair: bool = False, w
     ValueError
         When ``max_length`` leaves no room for text next to the tokenizer's special tokens.
     """
-    from .._warnings import warn as warn_user
+    from ..utils import warn as warn_user
 
     limit, source = position_limit(model)
     stated = getattr(tokenizer, "model_max_length", None)

@@ -37,7 +37,7 @@ The statistics need only numpy and scipy; the classifier integration
 ``from fmmlearn.ood import MaSF`` stays light.
 """
 
-from .._lazy import attach
+from ..utils import attach
 from ._combine import DEFAULT_THRESHOLDS, fisher_pvalue, geometric_mean_pvalue, simes_pvalue, summarize_pvalues
 from ._ecdf import empirical_cdf
 from ._detectors import (POOLINGS, ConformalDetector, KNNDetector, MahalanobisDetector, conformal_null_share,

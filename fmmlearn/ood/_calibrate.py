@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._random import derive_seed, resolve_seed
+from ..utils import derive_seed, resolve_seed
 from ._features import _masked_features, calibration_groups
 from ._registry import make_detector
 

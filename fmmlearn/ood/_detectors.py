@@ -34,7 +34,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
-from .._validation import StrictInterval
+from ..utils import StrictInterval
 from ._checks import _check_features
 
 __all__ = ["POOLINGS", "ConformalDetector", "KNNDetector", "MahalanobisDetector", "conformal_pvalues",

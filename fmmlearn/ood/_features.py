@@ -1,6 +1,6 @@
 """MaSF features of a fitted classifier: max-pooled hidden states, and the calibration set.
 
-Built on the classifier interface of :class:`fmmlearn._protocols.FittedClassifier`;
+Built on the classifier interface of :class:`fmmlearn.FittedClassifier`;
 imports torch (the statistics in the sibling modules do not).
 """
 
@@ -11,13 +11,11 @@ import torch
 from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import resolve_seed
-from .._validation import positive_int
-from .._warnings import reports_truncation_once
 from ..encoding import collate
 from ..masking import mask_training_batch
 from ..modeling import autocast, is_decoder, map_batches
-from ..training import training_batch_sampler
+from ..encoding import training_batch_sampler
+from ..utils import positive_int, reports_truncation_once, resolve_seed
 from ._checks import _check_dtype
 from ._detectors import POOLINGS
 

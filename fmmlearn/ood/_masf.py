@@ -11,8 +11,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
-from .._validation import StrictInterval
-from .._warnings import warn
+from ..utils import StrictInterval, warn
 from ._checks import _check_dtype, _check_features
 from ._combine import _REFERENCE_FISHER_EPS, _simes_of_sorted
 from ._detectors import split_groups

@@ -9,12 +9,11 @@ import pandas as pd
 from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
 
-from .._labels import resolve_targets
-from .._random import derive_seed, resolve_seed
-from .._validation import check_ratios, check_segment, positive_int
-from .._warnings import reports_truncation_once
-from ..explainer_masking import iter_explainer_masking
+from ..explanation import iter_explainer_masking
 from ..importance import get_measure
+from ..utils import (
+    check_ratios, check_segment, derive_seed, positive_int, reports_truncation_once, resolve_seed, resolve_targets,
+)
 from ._checks import _check_thresholds
 from ._combine import DEFAULT_THRESHOLDS, summarize_pvalues
 from ._calibrate import fit_detector
@@ -86,8 +85,8 @@ class InDistributionReport(pd.DataFrame):
         return plot_in_distribution(pd.DataFrame(self), ax=ax, path=path, **options)
 
     def _repr_html_(self) -> str:
-        """Notebook display: the summary table and the plot (see :func:`fmmlearn.html.report_html`)."""
-        from ..html import report_html
+        """Notebook display: the summary table and the plot (see :func:`fmmlearn.plotting.report_html`)."""
+        from ..plotting import report_html
 
         return report_html(pd.DataFrame(self), full_page=False)
 

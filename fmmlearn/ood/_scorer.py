@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils._param_validation import validate_params
 
-from .._random import derive_seed, resolve_seed, sample_examples
-from .._validation import check_ratios, positive_int
-from .._warnings import reports_truncation_once
+from ..utils import check_ratios, derive_seed, positive_int, reports_truncation_once, resolve_seed, sample_examples
 from ._features import _masked_features, calibration_groups
 from ._registry import make_detector
 from ._report import _masked_steps, masked_set_features, pvalue_frame

@@ -23,7 +23,8 @@ Examples
 
 from ._data import dataset_names
 from ._engine import DEFAULT_ERASURE_K, DEFAULT_ERASURE_MEASURES, DEFAULT_MEASURES, FaithfulnessStudy, model_label
-from ._pipeline import Context, Job, ReportSection, Stage
+from ._pipeline import Context, Job, Stage
+from ._sections import ReportSection
 from ._result import FRAMES, StudyResult, erasure_by_model, load_study
 from ._settings import StudySettings
 from .stages import STAGES

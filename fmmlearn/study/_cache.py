@@ -34,10 +34,9 @@ from pathlib import Path
 
 import joblib
 
-from .._files import reporting_write_errors
-from .._warnings import warn
 from ..exceptions import CacheWarning
 from ..modeling import quiet_transformers
+from ..utils import reporting_write_errors, warn
 from ._codec import CorruptEntry, file_digest, read_payload, write_payload
 
 __all__ = ["ModelHandle", "StageCache", "content_key", "model_identity", "provenance"]
@@ -191,7 +190,7 @@ class ModelHandle:
     def get(self):
         """The classifier (loaded on first use)."""
         if self._clf is None:
-            from ..classifier import FaithfulTextClassifier
+            from ..estimator import FaithfulTextClassifier
 
             with quiet_transformers():
                 self._clf = FaithfulTextClassifier.load(self.path / _MODEL, device=self.device)

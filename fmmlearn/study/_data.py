@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
-from .._random import offset_seed
+from ..utils import offset_seed
 
 __all__ = ["BUNDLED_DATASETS", "Splits", "check_dataset_name", "dataset_names", "load_splits", "other_domain_texts",
            "split_texts"]

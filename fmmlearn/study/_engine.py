@@ -18,13 +18,13 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 
-from .._signals import signals_as_interrupts
-from .._validation import StrictInterval
 from ..ood import DEFAULT_DETECTOR
+from ..utils import StrictInterval, signals_as_interrupts
 from ._cache import StageCache, model_identity
 from ._metadata import study_metadata
 from ._names import model_label
-from ._pipeline import Context, Runtime, Stage, check_order, run_stages
+from ._pipeline import Context, Stage, check_order, run_stages
+from ._runtime import Runtime
 from ._result import StudyResult
 from ._settings import DEFAULT_ERASURE_K, DEFAULT_ERASURE_MEASURES, DEFAULT_MEASURES, resolve_settings
 from .stages import STAGES

@@ -62,7 +62,7 @@ def label_metric(get_metric, name):
 
 def checked_classifier_params(params) -> dict:
     """``classifier_params`` checked against FaithfulTextClassifier's own constraints (the study sets the rest)."""
-    from ..classifier import FaithfulTextClassifier
+    from ..estimator import FaithfulTextClassifier
 
     params = dict(params or {})
     owned = sorted(set(params) & set(STUDY_OWNED))

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import time
 from collections.abc import Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
-__all__ = ["Context", "Job", "ReportSection", "Runtime", "Stage", "check_order", "forward_counter", "run_stages"]
+from ._sections import ReportSection
+
+__all__ = ["Context", "Job", "Stage", "check_order", "run_stages"]
 
 
 class Context(Mapping):
@@ -68,10 +67,7 @@ class Context(Mapping):
         Context
             This context's values and ``values``.
         """
-        clash = sorted(set(values) & set(self._values))
-        if clash:
-            raise ValueError(f"stage {by!r} provides {clash}, which stage(s) "
-                             f"{sorted({self._origin.get(k, '?') for k in clash})} already provided.")
+        _refuse_clash(by, values, self._values, self._origin)
         return Context({**self._values, **values}, origin={**self._origin, **{k: by for k in values}})
 
 
@@ -120,25 +116,6 @@ def _frozen(value):
     if isinstance(value, dict):
         return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
     return value
-
-
-@dataclass(frozen=True)
-class ReportSection:
-    """A section of the HTML report: a title, a paragraph on how to read it, and the frame shown as a table.
-
-    Parameters
-    ----------
-    title : str
-        The section's heading.
-    intro : str
-        The paragraph above the table.
-    frame : str
-        The name of the result frame shown.
-    """
-
-    title: str
-    intro: str
-    frame: str
 
 
 class Stage:
@@ -206,7 +183,7 @@ class Stage:
         """
         return {}
 
-    def execute(self, context: Context, runtime: "Runtime") -> dict:
+    def execute(self, context: Context, runtime) -> dict:
         """Run the jobs (cached, one progress bar), then :meth:`finish`.  Stages with dependent jobs override it.
 
         Parameters
@@ -263,141 +240,12 @@ class Stage:
         return hashlib.sha256(source.encode()).hexdigest()
 
 
-# --------------------------------------------------------------------------- counting model work
-
-
-class _Counts:
-    def __init__(self):
-        self.forward_rows = self.forward_tokens = self.gradient_rows = 0
-
-    def as_dict(self) -> dict:
-        return {"forward_rows": self.forward_rows, "forward_tokens": self.forward_tokens,
-                "gradient_rows": self.gradient_rows}
-
-
-@contextmanager
-def forward_counter(module):
-    """Count the sequences (and padded tokens) that go through ``module``'s forward pass.
-
-    ``gradient_rows`` counts the rows of forward passes run with gradients enabled (each is followed
-    by a backward pass).
-    """
-    counts = _Counts()
-
-    def hook(_module, args, kwargs):
-        for x in (kwargs.get("input_ids"), kwargs.get("inputs_embeds"), args[0] if args else None):
-            if isinstance(x, torch.Tensor):
-                counts.forward_rows += int(x.shape[0])
-                counts.forward_tokens += int(x.shape[0] * x.shape[1])
-                counts.gradient_rows += int(x.shape[0]) if torch.is_grad_enabled() else 0
-                break
-
-    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
-    try:
-        yield counts
-    finally:
-        handle.remove()
-
-
-@contextmanager
-def _measured(clf):
-    """``info`` filled with the block's wall ``seconds``, its ``cpu_seconds`` (every thread of the process) and
-    the model's ``counts``."""
-    info = {}
-    start, cpu_start = time.perf_counter(), time.process_time()
-    if clf is None:
-        yield info
-        info["counts"] = _Counts().as_dict()
-    else:
-        with forward_counter(clf.model_) as counts:
-            yield info
-        info["counts"] = counts.as_dict()
-    info["seconds"] = time.perf_counter() - start
-    info["cpu_seconds"] = time.process_time() - cpu_start
-
-
-# --------------------------------------------------------------------------- the runtime and the runner
-
-
-class Runtime:
-    """What the stages share while a study runs: the cache, the models, the timings, the progress bars.
-
-    Parameters
-    ----------
-    cache : StageCache
-    verbose : int
-    release_models : bool
-        Drop the fitted models from memory after each stage (big grids; reloading is cheap).
-    """
-
-    def __init__(self, cache, *, verbose: int = 0, release_models: bool = False):
-        self.cache, self.verbose, self.release_models = cache, verbose, release_models
-        self.timings: list[dict] = []
-
-    @contextmanager
-    def progress(self, stage: str, total: int):
-        """One tqdm bar per stage (``verbose=0``: silent)."""
-        from tqdm.auto import tqdm
-
-        with tqdm(total=total, desc=f"{stage:>15}", unit="job", disable=not self.verbose, leave=True) as bar:
-            yield bar
-
-    def record(self, stage: str, run, method, cached: bool, wall: float, info: dict, n_examples: int,
-               precision: str | None = None) -> None:
-        """One row of the timings table (``precision``: a measure forced to a reduced precision, else fp32)."""
-        from ._names import model_label
-
-        counts = info.get("counts", {})
-        ratio, seed = run if run is not None else (np.nan, None)
-        self.timings.append({"stage": stage, "model": None if run is None else model_label(ratio),
-                             "max_masking_ratio": ratio, "seed": seed, "method": method,
-                             "precision": precision or "fp32", "cached": cached,
-                             "seconds": wall, "compute_seconds": info.get("seconds", np.nan),
-                             "compute_cpu_seconds": info.get("cpu_seconds", np.nan),
-                             "n_examples": n_examples,
-                             **{k: counts.get(k, 0) for k in ("forward_rows", "forward_tokens", "gradient_rows")}})
-
-    @staticmethod
-    def job_key(stage: Stage, job: Job, context: Context) -> str:
-        """The cache key of ``job``: the stage (name, version, code), the model's fit key and the job's key."""
-        from ._cache import content_key
-
-        fit_key = None if job.run is None else context["fit_keys"][job.run]
-        return content_key("stage", stage.name, stage.version, stage.code_digest(), fit_key, job.key)
-
-    def run_job(self, stage: Stage, job: Job, context: Context) -> dict:
-        """The payload of ``job``: from the cache, or computed on its model (``context["models"]``) and stored."""
-        key = self.job_key(stage, job, context)
-        start = time.perf_counter()
-        payload = self.cache.load(stage.name, key)
-        cached = payload is not None
-        if payload is None:
-            clf = None if job.run is None else context["models"][job.run].get()
-            with _measured(clf) as info:
-                out = stage.compute(clf, job, context)
-            self.cache.save(stage.name, key, {**out, "seconds": info["seconds"], "cpu_seconds": info["cpu_seconds"],
-                                              "counts": info["counts"]})
-            # what was stored, read back: a fresh run and a resumed one see the very same payload
-            payload = self.cache.load(stage.name, key)
-        self.record(stage.name, job.run, job.method, cached, time.perf_counter() - start, payload, job.n_examples,
-                    precision=job.data.get("precision"))
-        return payload
-
-    def run_jobs(self, stage: Stage, jobs: list, context: Context, bar) -> dict:
-        """``{job: payload}`` of every job, in order, advancing ``bar``."""
-        results = {}
-        for job in jobs:
-            if job.label:
-                bar.set_postfix_str(job.label)
-            results[job] = self.run_job(stage, job, context)
-            bar.update()
-        return results
-
-    def release(self, context: Context) -> None:
-        """Drop the fitted models from memory (when asked to): the next stage reloads what it needs."""
-        if self.release_models:
-            for handle in context.get("models", {}).values():
-                handle.release()
+def _refuse_clash(stage: str, provides, available, origin: dict) -> None:
+    """The one rule of names: no stage provides a name that the context or an earlier stage already holds."""
+    twice = sorted(set(provides) & set(available))
+    if twice:
+        raise ValueError(f"stage {stage!r} provides {twice}, which "
+                         f"{sorted({origin.get(n, 'the context') for n in twice})} already provide(s).")
 
 
 def check_order(stages, available: set) -> None:
@@ -411,10 +259,7 @@ def check_order(stages, available: set) -> None:
         if missing:
             raise ValueError(f"stage {stage.name!r} requires {missing}, which no earlier stage provides "
                              f"(available: {sorted(available)}); put it after the stage that does.")
-        twice = sorted(set(stage.provides) & available)
-        if twice:
-            raise ValueError(f"stage {stage.name!r} provides {twice}, which "
-                             f"{sorted({origin.get(n, 'the context') for n in twice})} already provide(s).")
+        _refuse_clash(stage.name, stage.provides, available, origin)
         unknown = sorted(set(stage.frames) - set(stage.provides))
         if unknown:
             raise ValueError(f"stage {stage.name!r} lists frames {unknown} it does not provide.")
@@ -422,7 +267,7 @@ def check_order(stages, available: set) -> None:
         origin.update({name: stage.name for name in stage.provides})
 
 
-def run_stages(stages, context: Context, runtime: Runtime) -> Context:
+def run_stages(stages, context: Context, runtime) -> Context:
     """Run ``stages`` in order; each reads the context the ones before it extended.
 
     Raises

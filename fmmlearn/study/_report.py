@@ -1,7 +1,7 @@
 """``report.html``: a study rendered with Jinja2 into one self-contained page.
 
 The page has inline CSS, figures as PNG data URIs and the heatmaps of
-:func:`fmmlearn.html.explanation_html` as an embedded fragment: no scripts,
+:func:`fmmlearn.explanation.explanation_html` as an embedded fragment: no scripts,
 nothing loaded from the network.  The templates live in
 ``fmmlearn/templates/`` (package data); each section opens with a sentence or
 two on what it shows and how to read it.
@@ -14,8 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from .._formatting import interval, number
-from .._templates import environment, figure_data_uri
+from ..utils import environment, figure_data_uri, interval, number
 from ._summary import summary_lines
 from ._tables import erasure_by_model, measure_costs, ranking_metric
 
@@ -221,7 +220,7 @@ def _erasure_table(result) -> dict | None:
 
 
 def _heatmaps(result) -> str | None:
-    from ..html import explanation_html
+    from ..explanation import explanation_html
 
     frame = result.explanations
     if frame is None or len(frame) == 0:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._files import atomic_write, directory_lock
+from ..utils import atomic_write, directory_lock
 from ._tables import LEVEL, erasure_by_model, measure_costs
 
 __all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]

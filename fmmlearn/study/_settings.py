@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .._validation import check_writable_dir
+from ..utils import check_writable_dir
 from ._data import Splits, check_dataset_name, load_splits, other_domain_texts
 from ._options import checked_classifier_params, float_list, int_list, label_metric, option_error, str_list
 from ._rules import load_rules

@@ -6,9 +6,9 @@ bootstrap over examples exact and cheap: resample the examples, recompute both c
 measure's and the ``rand`` baseline's, on the *same* resampled examples) and the area between them.
 With several seeds the test examples are the same for every seed, so the mean over seeds is
 resampled the same way.  The spread over seeds is a second, separate interval
-(:func:`fmmlearn._bootstrap.seed_ci`).  The metric comes from :func:`fmmlearn.metrics.vectorized_metric`,
+(:func:`fmmlearn.utils._bootstrap.seed_ci`).  The metric comes from :func:`fmmlearn.metrics.vectorized_metric`,
 the areas from :func:`fmmlearn.faithfulness.area_statistics`, the resampling from
-:func:`fmmlearn._bootstrap.bootstrap_ci`: this module only says what is resampled.
+:func:`fmmlearn.utils._bootstrap.bootstrap_ci`: this module only says what is resampled.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._bootstrap import bootstrap_ci
 from ..faithfulness import area_statistics
+from ..utils import bootstrap_ci
 
 __all__ = ["AREA_KINDS", "PairedDifference", "example_ci", "mean_over_texts", "paired_difference", "share_ci"]
 

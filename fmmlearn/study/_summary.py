@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._formatting import interval
+from ..utils import interval
 from ._tables import LEVEL, comparison_between, erasure_by_model, performance_by_model, ranked_measures
 
 __all__ = ["summary_lines"]

@@ -279,7 +279,7 @@ def _bind_call(call: ast.Call, func) -> str | None:
 
 def _unrouted_keyword(func, signature, bound) -> str | None:
     """For an estimator with ``net__`` routing, a keyword caught by its ``**net_params`` without the prefix."""
-    from fmmlearn._net_routing import NET_PREFIX, NetRoutingMixin
+    from fmmlearn.estimator._net_routing import NET_PREFIX, NetRoutingMixin
 
     if not (inspect.isclass(func) and issubclass(func, NetRoutingMixin)):
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._random import derive_seed, generator
+from ...utils import derive_seed, generator
 from .._cache import content_key
 from .._names import model_label
 from .._pipeline import Job, Stage

@@ -7,8 +7,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..._warnings import warn
 from ...exceptions import FaithfulnessWarning, UncertifiedErasureWarning
+from ...utils import warn
 from .._names import model_label
 from .._pipeline import Job, Stage
 from ._common import test_key

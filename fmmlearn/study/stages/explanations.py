@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..._random import generator
+from ...utils import generator
 from .._names import model_label
 from .._pipeline import Job, Stage
 from .._tables import most_faithful_rows

@@ -8,13 +8,12 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..._labels import label_indices
-from ..._random import derive_seed
+from ...utils import derive_seed, label_indices
 from .._names import model_label
 from .._pipeline import Job, Stage
 from .._stats import example_ci
 from .._tables import RELIABLE_AREA_SHARE, most_faithful_rows
-from ._common import masked_fraction, outcomes, test_key
+from ._common import gold_outcomes, test_key
 
 __all__ = ["FaithfulnessStage", "baseline_seed"]
 
@@ -241,22 +240,22 @@ class FaithfulnessStage(Stage):
         return out
 
     def compute(self, clf, job, context) -> dict:
-        """``pred``, ``gold_proba`` and ``masked_fraction``, each of shape ``(n_ratios, n_examples)``."""
-        from ...faithfulness import iter_explainer_masking
+        """``pred``, ``gold_proba`` and ``masked_fraction``, each of shape ``(n_ratios, n_examples)``.
+
+        The per-example outcomes of :func:`fmmlearn.faithfulness.step_outcomes`: the very numbers
+        :func:`~fmmlearn.faithfulness.faithfulness_curve` aggregates.
+        """
+        from ...faithfulness import iter_explainer_masking, step_outcomes
 
         sp = context["splits"]
         _, idx, method, grid, seed, segment, params = job.key
         X = [sp.X_test[i] for i in idx]
         encoding = clf.encode(X)
         gold = label_indices(clf.classes_, sp.y_test[list(idx)], "y_test")
-        steps = iter_explainer_masking(clf, encoding, gold, method, list(grid), None, segment, random_state=seed,
-                                       **dict(params))
-        preds, probas, fractions = [], [], []
-        for _, ids in steps:
-            pred, proba = outcomes(clf, encoding, gold, input_ids=ids)
-            preds.append(pred)
-            probas.append(proba)
-            fractions.append(masked_fraction(clf, encoding, ids, segment))
+        steps = list(iter_explainer_masking(clf, encoding, gold, method, list(grid), None, segment,
+                                            random_state=seed, **dict(params)))
+        logits, fractions = step_outcomes(clf, encoding, steps, segment)
+        preds, probas = zip(*(gold_outcomes(step, gold) for step in logits))
         return {"pred": np.stack(preds), "gold_proba": np.stack(probas), "masked_fraction": np.stack(fractions)}
 
     # ---------------------------------------------------------------- the frames
@@ -363,8 +362,8 @@ class FaithfulnessStage(Stage):
         return pd.DataFrame(rows, columns=RACU_COLUMNS)
 
     def _racu_summary(self, context, payloads, racu: pd.DataFrame, comparisons=None) -> pd.DataFrame:
-        from ..._bootstrap import seed_ci
         from ...importance import get_measure
+        from ...utils import seed_ci
 
         settings, gold, subsets, converged = (context[k] for k in ("settings", "gold", "subsets", "converged"))
         rows = []

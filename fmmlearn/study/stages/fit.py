@@ -42,7 +42,7 @@ class FitStage(Stage):
     def _unfitted(self, settings, splits) -> dict:
         """``run -> (fit key, unfitted estimator)``."""
         from ..._version import __version__
-        from ...classifier import FaithfulTextClassifier
+        from ...estimator import FaithfulTextClassifier
         from ...modeling import resolve_device
 
         data_key = content_key(splits.X_train, splits.y_train.tolist(), splits.X_valid, splits.y_valid.tolist())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..._random import derive_seed
+from ...utils import derive_seed
 from .._names import model_label
 from .._pipeline import Job, Stage
 from .._stats import share_ci

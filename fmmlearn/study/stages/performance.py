@@ -5,10 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..._formatting import interval
-from ..._labels import label_indices
-from ..._random import generator
 from ...metrics import vectorized_metric
+from ...utils import generator, interval, label_indices
 from .._baselines import blind_predictions
 from .._names import model_label
 from .._pipeline import Job, Stage

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from .._names import model_label
-from .._pipeline import Job, ReportSection, Stage
+from .._pipeline import Job, Stage
+from .._sections import ReportSection
 from ._common import test_key
 
 __all__ = ["SUPPORTING_FACTS_COLUMNS", "SupportingFactsStage", "occurrences_in_test_split"]

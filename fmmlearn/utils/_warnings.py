@@ -28,13 +28,13 @@ import warnings
 import numpy as np
 from sklearn.utils import _param_validation
 
-from .exceptions import TruncationWarning
+from ..exceptions import TruncationWarning
 
 __all__ = ["command_line_warnings", "record_truncation", "reports_truncation_once", "single_class_note", "warn"]
 
-#: Frames that warnings skip: fmmlearn's own files, and scikit-learn's ``validate_params`` wrapper
-#: around fmmlearn's public functions.
-_SKIPPED = (os.path.dirname(os.path.abspath(__file__)) + os.sep, _param_validation.__file__)
+#: Frames that warnings skip: fmmlearn's own files (the package's folder, one above ``utils/``), and
+#: scikit-learn's ``validate_params`` wrapper around fmmlearn's public functions.
+_SKIPPED = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, _param_validation.__file__)
 
 #: How many truncated indices a warning lists per argument.
 _SHOWN_INDICES = 10

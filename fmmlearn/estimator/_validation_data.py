@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from ._labels import check_labels
-from ._random import offset_seed
-from .encoding import encode, validate_texts
-from .training import EncodedDataset, concat_encodings, mask_encoding, random_masker
+from ..encoding import encode, validate_texts
+from ..utils import check_labels, offset_seed
+from ._data import EncodedDataset, concat_encodings, mask_encoding, random_masker
 
 __all__ = ["masked_validation", "split_validation", "validation_dataset"]
 

@@ -1,7 +1,7 @@
 """The classifier interface that explanations, faithfulness curves and MaSF are written against.
 
 :mod:`fmmlearn.explanation`, :mod:`fmmlearn.faithfulness` and
-:mod:`fmmlearn.ood` never reach into :class:`~fmmlearn.classifier.FaithfulTextClassifier`;
+:mod:`fmmlearn.ood` never reach into :class:`~fmmlearn.FaithfulTextClassifier`;
 they use only the members below, so any object that has them (a wrapper
 around a model trained elsewhere, a toy model in a test) can be explained and
 measured.  ``isinstance(obj, FittedClassifier)`` checks that the members exist.
@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     import numpy as np
     import torch
-
-    from .encoding import Encoding
 
 __all__ = ["FittedClassifier", "MaskedFittedClassifier"]
 
@@ -62,7 +60,7 @@ class FittedClassifier(Protocol):
     random_state: Any
     verbose: int
 
-    def encode(self, X, name: str = "X") -> Encoding:
+    def encode(self, X, name: str = "X") -> Any:  # an fmmlearn.encoding.Encoding (utils sits below encoding)
         """Validate and tokenize texts (or sentence pairs) of the training kind.
 
         Parameters
@@ -78,7 +76,7 @@ class FittedClassifier(Protocol):
             Token ids, masks, segments, word ids and offsets of every text.
         """
 
-    def encoded_logits(self, encoding: Encoding, input_ids=None) -> np.ndarray:
+    def encoded_logits(self, encoding, input_ids=None) -> np.ndarray:
         """Logits ``(n_samples, n_classes)`` of an encoding, optionally with replacement ids.
 
         Parameters

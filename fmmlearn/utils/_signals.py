@@ -13,7 +13,7 @@ import contextlib
 import signal
 import threading
 
-from .exceptions import JobInterrupted
+from ..exceptions import JobInterrupted
 
 __all__ = ["exit_status", "not_swallowed", "signal_name", "signals_as_interrupts"]
 

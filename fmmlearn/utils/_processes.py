@@ -18,7 +18,9 @@ import sys
 import numpy as np
 import torch
 
-__all__ = ["DISTRIBUTED_EXTRA", "EXIT_BARRIER_TIMEOUT_S", "batches_for_this_process", "gather_objects", "is_main_process", "launched_processes", "local_only", "num_processes", "process_device_index", "process_index", "require", "shard_batches"]
+__all__ = ["DISTRIBUTED_EXTRA", "EXIT_BARRIER_TIMEOUT_S", "batches_for_this_process", "gather_objects", "is_main_process",
+           "launched_processes", "local_only", "num_processes", "process_device_index", "process_index", "require",
+           "shard_batches", "use_cpu"]
 
 
 #: The pip extra that installs the scale-out engines (Accelerate, Dask distributed).
@@ -77,7 +79,8 @@ def process_device_index() -> int | None:
         return 0
 
 
-def _use_cpu() -> bool:
+def use_cpu() -> bool:
+    """Whether this process runs on the CPU: ``ACCELERATE_USE_CPU`` set, or no CUDA device."""
     flag = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
     return flag or not torch.cuda.is_available()
 
@@ -97,7 +100,7 @@ def _process_group():
         if launched_processes() < 2:
             return None
         accelerate = require("accelerate", "running under a multi-process launch")
-        accelerate.PartialState(cpu=_use_cpu())
+        accelerate.PartialState(cpu=use_cpu())
     if dist.is_initialized() and dist.get_world_size() > 1:
         _destroy_group_at_exit(dist)
         return dist

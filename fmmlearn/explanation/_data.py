@@ -6,7 +6,7 @@ texts, how far the model saw them (truncation), the predicted label and its
 probability, the gold label and whether the measure is signed.  This module
 defines that table, finds the row of the table that belongs to a group of
 frame rows, merges the tables of concatenated explanations, and writes frames
-to JSON and back exactly (the renderer in :mod:`fmmlearn.html` reads the table
+to JSON and back exactly (the heatmap, ``_heatmap``, reads the table
 too, so nothing here imports torch or the explanation code).
 """
 

@@ -1,4 +1,4 @@
-"""Saving and loading a fitted :class:`~fmmlearn.classifier.FaithfulTextClassifier` (no pickle).
+"""Saving and loading a fitted :class:`~fmmlearn.FaithfulTextClassifier` (no pickle).
 
 A saved classifier is a directory: the fine-tuned model in Hugging Face
 format (``config.json`` + ``model.safetensors``), its tokenizer, its Hugging
@@ -43,13 +43,11 @@ import pandas as pd
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
-from ._files import reporting_write_errors
-from ._net_routing import NET_PREFIX
-from ._processes import is_main_process
-from ._version import __version__
-from ._warnings import warn
-from .modeling import (ADAPTER_DIR, base_model_state, has_adapters, load_adapters, prepare_model,
+from .._version import __version__
+from ..modeling import (ADAPTER_DIR, base_model_state, has_adapters, load_adapters, prepare_model,
                        quiet_transformers, save_adapters, resolve_device, resolve_max_length, resolve_model_path)
+from ..utils import is_main_process, reporting_write_errors, warn
+from ._net_routing import NET_PREFIX
 
 __all__ = ["CARD_FILE", "CONFIG_FILE", "FORMAT_VERSION", "base_model_name", "load_classifier", "picklable_state",
            "save_classifier", "strip_output_capturing_hooks"]

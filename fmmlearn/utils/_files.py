@@ -122,7 +122,7 @@ def directory_lock(directory, *, timeout: float = 0, option: str = "directory"):
     """
     from filelock import FileLock, Timeout
 
-    from .exceptions import DirectoryInUseError
+    from ..exceptions import DirectoryInUseError
 
     directory = Path(directory)
     with reporting_write_errors(directory):

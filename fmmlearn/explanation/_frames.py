@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import softmax
 
-from .encoding import SEGMENT_A, SEGMENT_B
+from ..encoding import SEGMENT_A, SEGMENT_B
+from ..modeling import probabilities
 
-__all__ = ["aggregate_words", "example_table", "token_frame", "word_frame"]
+__all__ = ["AGGREGATES", "aggregate_words", "example_table", "token_frame", "word_frame"]
+
+#: How the subword scores of a word combine (``explain(..., level="word")``, :meth:`Explanation.words`).
+AGGREGATES = ("sum", "mean", "max")
 
 
 _SEGMENT_NAMES = {SEGMENT_A: "A", SEGMENT_B: "B"}
@@ -151,7 +154,7 @@ def example_table(clf, encoding, logits, gold_idx, measure) -> pd.DataFrame:
     -------
     pandas.DataFrame
     """
-    proba = softmax(np.asarray(logits, dtype=np.float64), axis=1)
+    proba = probabilities(logits)
     best = proba.argmax(axis=1)
     n = len(encoding)
     table = {"example": np.arange(n, dtype=np.int64), "method": measure.name}

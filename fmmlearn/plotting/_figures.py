@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._files import atomic_write
+from ..utils import atomic_write
 
 __all__ = ["plot_erasure", "plot_faithfulness", "plot_faithfulness_grid", "plot_in_distribution", "plot_performance",
            "plot_racu", "plot_random_masking"]

@@ -1,4 +1,4 @@
-"""The one Jinja2 environment of every HTML page, and the one way a figure goes into a page.
+"""The one Jinja2 environment of every HTML page, the one way a figure goes into a page, and a page into a file.
 
 Templates live in ``fmmlearn/templates/`` (package data). Pages are self-contained: inline CSS,
 figures as PNG data URIs, no scripts, nothing loaded from the network (docs/reliability.md).
@@ -10,9 +10,10 @@ import base64
 import io
 from functools import cache
 
+from ._files import atomic_write
 from ._formatting import interval, number, percent
 
-__all__ = ["FIGURE_DPI", "environment", "figure_data_uri"]
+__all__ = ["FIGURE_DPI", "environment", "figure_data_uri", "write_page"]
 
 #: Resolution of the figures embedded in pages.
 FIGURE_DPI = 110
@@ -22,8 +23,8 @@ FIGURE_DPI = 110
 def environment():
     """The Jinja2 environment (autoescaped, strict: an undefined name is an error) with the number filters.
 
-    Filters: ``num`` (:func:`fmmlearn._formatting.number`), ``pct``
-    (:func:`~fmmlearn._formatting.percent`) and ``ci`` (:func:`~fmmlearn._formatting.interval`).
+    Filters: ``num`` (:func:`fmmlearn.utils._formatting.number`), ``pct``
+    (:func:`~fmmlearn.utils._formatting.percent`) and ``ci`` (:func:`~fmmlearn.utils._formatting.interval`).
     """
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
@@ -54,3 +55,15 @@ def figure_data_uri(figure, *, dpi: int = FIGURE_DPI, close: bool = True) -> str
 
         plt.close(figure)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def write_page(page: str, path) -> None:
+    """Write a rendered page to ``path`` atomically (UTF-8); nothing when ``path`` is ``None``.
+
+    Parameters
+    ----------
+    page : str
+    path : str, path-like or None
+    """
+    if path is not None:
+        atomic_write(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))

@@ -125,7 +125,7 @@ def resolve_targets(clf, encoding, y=None, target=None) -> np.ndarray:
     Parameters
     ----------
     clf : FittedClassifier
-        A fitted classifier (see :class:`fmmlearn._protocols.FittedClassifier`).
+        A fitted classifier (see :class:`fmmlearn.FittedClassifier`).
     encoding : Encoding
     y : array-like, optional
         Gold labels: explained when ``target`` is not given (the paper).

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._formatting import number, percent
+from .._version import __version__
+from ..faithfulness import acu, racu
+from ..utils import number, percent
 from ._persistence import base_model_name
-from ._version import __version__
-from .faithfulness import acu, racu
 
 __all__ = ["MASF_LEVEL", "TAGS", "TASK", "CardRow", "card_rows", "classifier_card"]
 
@@ -32,7 +32,7 @@ __all__ = ["MASF_LEVEL", "TAGS", "TASK", "CardRow", "card_rows", "classifier_car
 TASK = "text-classification"
 #: Tags of every card.
 TAGS = ("fmmlearn", "faithfulness", "masked-fine-tuning", TASK)
-#: The MaSF threshold whose flagged share the card reports (the paper's ``p < 0.05``).
+#: The level whose flagged share of the in-distribution test the card reports (the paper's ``p < 0.05``).
 MASF_LEVEL = 0.05
 #: Bundled model names -> the Hub name of the same weights.
 _BUNDLED_HUB_NAMES = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
@@ -41,7 +41,7 @@ _KEPT_METADATA = ("license", "license_name", "license_link", "language")
 #: Section headings of the results, in the order they are written.
 _SECTIONS = {"performance": "Performance on clean test data",
              "faithfulness": "Faithfulness of the importance measures (RACU and ACU)",
-             "in_distribution": f"Is masking in-distribution? (MaSF, share flagged at p < {MASF_LEVEL:g})",
+             "in_distribution": f"Is masking in-distribution? (share flagged at p < {MASF_LEVEL:g})",
              "erasure": "Erasure metrics (AOPC)"}
 _FRAME_KINDS = ("RACU/ACU (columns method, racu, acu), curves with a 'rand' baseline (method, ratio, value), an "
                 "in-distribution report (ratio, threshold, proportion, expected) or an erasure summary "
@@ -162,7 +162,9 @@ def _in_distribution_rows(frame: pd.DataFrame) -> list[CardRow]:
                          f"with thresholds that include {MASF_LEVEL}.")
     # several seeds (a study): their mean share per ratio
     means = at_level.groupby("ratio", sort=True)[["proportion", "expected"]].mean()
-    return [CardRow("in_distribution", "masf_flagged_share", f"MaSF flagged share at masking ratio {ratio:g}",
+    test = str(frame["detector"].iloc[0]) if "detector" in frame and frame["detector"].notna().any() else "MaSF"
+    # the metric type keeps its name (model-index entries of earlier cards); the name says which test
+    return [CardRow("in_distribution", "masf_flagged_share", f"{test} flagged share at masking ratio {ratio:g}",
                     _plain(row["proportion"]), f"masking_ratio={ratio:g}",
                     {**_args(masking_ratio=ratio, threshold=MASF_LEVEL, null_share=row["expected"]),
                      **({"masked_by": str(methods[0])} if methods[0] is not None else {})})
@@ -304,7 +306,7 @@ def _section_table(section: str, rows: list[CardRow]) -> str:
                       [[f"{r.args['masking_ratio']:g}", percent(r.value, 1), percent(r.args.get("null_share"), 1)]
                        for r in rows])
     if section == "erasure":
-        return _table(["measure", "metric", "value", "CI", "valid (MaSF)"],
+        return _table(["measure", "metric", "value", "CI", "valid (in-distribution)"],
                       [[f"`{r.config}`", r.metric_type.replace("_", " "), _value(r.value), _ci(r),
                         {True: "yes", False: "no"}.get(r.args.get("valid"), "not checked")] for r in rows])
     if section == "faithfulness":
