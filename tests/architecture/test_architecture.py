@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "fmmlearn"
+PACKAGE = Path(__file__).resolve().parents[2] / "fmmlearn"
 
 #: Layer -> the units (top-level modules and sub-packages) in it, bottom first. A unit imports only
 #: from the layers below its own.

@@ -40,14 +40,14 @@ USED = {
 
 
 def _skorch_bound() -> Requirement:
-    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
     return next(Requirement(r) for r in pyproject["project"]["dependencies"] if Requirement(r).name == "skorch")
 
 
 def test_the_installed_skorch_is_within_the_bound_these_checks_were_made_for():
     bound, installed = _skorch_bound(), Version(version("skorch"))
     assert installed in bound.specifier, (
-        f"skorch {installed} is outside pyproject.toml's {bound}; run tests/test_skorch_interface.py and "
+        f"skorch {installed} is outside pyproject.toml's {bound}; run tests/architecture/test_skorch_interface.py and "
         "tests/test_distributed.py on it, then move the bound")
     assert any(spec.operator == "<" for spec in bound.specifier), f"{bound} has no upper bound"
 

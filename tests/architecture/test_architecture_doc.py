@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from test_architecture import LAYERS
+from architecture.test_architecture import LAYERS  # tests/ is on sys.path (pyproject.toml)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
 
 
