@@ -3,7 +3,7 @@
 Public module paths that moved (``fmmlearn.classifier``, ``fmmlearn.training``, ...) are thin re-export
 modules or packages of the same name and never warn; old private paths (``fmmlearn._random``, ...)
 are the moved module itself, through the meta-path finder of ``fmmlearn.utils._redirect``, with a
-``DeprecationWarning``.  fmmlearn's own code imports from the new homes only (tests/test_architecture.py
+``DeprecationWarning``.  fmmlearn's own code imports from the new homes only (tests/architecture/test_architecture.py
 walks its imports: an old path would be a unit with no layer).
 """
 
