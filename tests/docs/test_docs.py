@@ -83,7 +83,7 @@ CHECKED_COMMANDS = {
     "accelerate launch": "starts processes on several GPUs: Accelerate's parser accepts the options, the "
                          "fmmlearn parser the arguments of -m fmmlearn, and a script is a block of the page",
     "python -m pytest": "the test suite itself: it must be the command .ci/run runs, with the same environment",
-    "python -m sphinx": "builds the site (minutes: it runs the gallery; tests/test_docs_site.py builds it with the "
+    "python -m sphinx": "builds the site (minutes: it runs the gallery; tests/docs/test_docs_site.py builds it with the "
                         "same options): the options are the warning-free, nitpicky build of docs/ (check_sphinx_build)",
     "python SCRIPT.py": "benchmarks run for minutes on the bundled MiniLM: the script's own parser accepts the "
                         "arguments",
@@ -315,7 +315,7 @@ def _run_shell(block: CodeBlock, page: Page, monkeypatch) -> None:
                 check_script_arguments(argv, where)
             else:
                 raise AssertionError(f"{where}: the docs test can neither run nor check {' '.join(argv)!r}; "
-                                     "add it to tests/test_docs.py")
+                                     "add it to tests/docs/test_docs.py")
 
 
 #: The options of the documented site build: warnings are errors, every reference resolves (nitpicky).
@@ -325,7 +325,7 @@ SPHINX_BUILD_OPTIONS = ("-W", "-n", "--keep-going")
 def check_sphinx_build(argv, where: str) -> None:
     """A documented ``python -m sphinx`` line builds HTML from docs/ with the options the site test uses."""
     missing = [option for option in SPHINX_BUILD_OPTIONS if option not in argv]
-    assert not missing, f"{where}: the site build must run with {missing} (tests/test_docs_site.py does)"
+    assert not missing, f"{where}: the site build must run with {missing} (tests/docs/test_docs_site.py does)"
     assert "-b" in argv and argv[argv.index("-b") + 1] == "html", f"{where}: the site is built with -b html"
     positional = [a for i, a in enumerate(argv[3:], 3) if not a.startswith("-") and argv[i - 1] != "-b"]
     assert len(positional) == 2 and (ROOT / positional[0] / "conf.py").is_file(), (
