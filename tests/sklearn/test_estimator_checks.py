@@ -54,7 +54,7 @@ EXPECTED_FAILURES = {
     "check_n_features_in_after_fitting": "text input has no feature count, so there is no n_features_in_",
     "check_classifiers_train": (
         "needs > 83% training accuracy on numeric blobs; numbers spelled as WordPiece text are not "
-        "learnable by a one-epoch tiny random transformer (real texts are: tests/test_classifier.py)"
+        "learnable by a one-epoch tiny random transformer (real texts are: tests/estimator/test_classifier.py)"
     ),
 }
 
