@@ -1,7 +1,7 @@
 """HTML heatmaps and report displays: faithful to the frame, one colour scale, accessible, self-contained.
 
 These tests use hand-built frames (no model): the ones in
-``test_explanation_result.py`` render real explanations.
+``tests/explanation/test_result.py`` render real explanations.
 """
 
 import base64
