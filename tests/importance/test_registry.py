@@ -8,26 +8,9 @@ import torch
 from fmmlearn.encoding import Batch
 from fmmlearn.importance import MEASURE_NAMES, compute_importance, get_measure, importance_measures
 
+from helpers.importance import ToyDifferentiable
+
 BOS, EOS, PAD, TOKEN, MASK = 0, 1, 2, 3, 4
-
-
-class ToyDifferentiable(torch.nn.Module):
-    """logits = (sum_t e_t^2) W with 3-d embeddings (SPEC 9)."""
-
-    def __init__(self):
-        super().__init__()
-        self.embeddings = torch.nn.Embedding(5, 3)
-        table = [[0, 1, 0], [0, 1, 0], [0, 0, 0], [1, 0, 0], [0, 1, 0]]  # BOS EOS PAD TOKEN MASK
-        with torch.no_grad():
-            self.embeddings.weight.copy_(torch.tensor(table, dtype=torch.float32))
-        self.register_buffer("W", torch.tensor([[1.0, 0, 1], [0, 1, 1], [0, 0, 0]]))
-
-    def get_input_embeddings(self):
-        return self.embeddings
-
-    def forward(self, input_ids=None, inputs_embeds=None, attention_mask=None):
-        e = self.embeddings(input_ids) if inputs_embeds is None else inputs_embeds
-        return (e**2).sum(dim=1) @ self.W
 
 
 class Lookup(torch.nn.Module):
