@@ -57,7 +57,7 @@ def test_the_cache_key_of_an_explainer_is_stable_across_processes(study_run, tin
     _, cache = study_run
     script = f"""
 import json, sys
-sys.path.insert(0, {str(Path(__file__).parent)!r})
+sys.path.insert(0, {str(Path(__file__).parents[1])!r})
 from captum.attr import Occlusion
 from helpers.data import make_sentiment
 from helpers.explainers import earliest_first
