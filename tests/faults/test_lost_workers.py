@@ -26,7 +26,7 @@ from fmmlearn.study import FaithfulnessStudy
 
 pytestmark = pytest.mark.slow  # worker processes with torch, killed and restarted
 
-# Enough steps for the tiny model to learn 32 texts (tests/test_dask.py): equal scores of models that learned.
+# Enough steps for the tiny model to learn 32 texts (tests/integration/test_dask.py): equal scores of models that learned.
 CLASSIFIER = dict(max_epochs=12, batch_size=4, learning_rate=3e-3, warmup_ratio=0.0, precision="fp32", device="cpu",
                   random_state=0, validation_fraction=0.0)
 
