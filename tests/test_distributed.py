@@ -1,7 +1,7 @@
 """Scale-out in one process (docs/scaling.md): sharding rules, Accelerate training semantics, clone/pickle, extras.
 
-The multi-process runs are in ``test_distributed_launch.py`` (``accelerate
-launch``) and ``test_dask.py`` (a Dask cluster).
+The multi-process runs are in ``tests/integration/test_distributed_launch.py`` (``accelerate
+launch``) and ``tests/integration/test_dask.py`` (a Dask cluster).
 """
 
 import pickle

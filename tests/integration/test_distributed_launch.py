@@ -47,7 +47,7 @@ EXPLAIN = {
 CURVES = {"loo-sign": {"batch_size": 4, "internal_batch_size": 16}, "rand": {"batch_size": 4, "random_state": 5}}
 
 SCRIPT = textwrap.dedent('''
-    """Launched twice by tests/test_distributed_launch.py: the same code on every process."""
+    """Launched twice by tests/integration/test_distributed_launch.py: the same code on every process."""
     import hashlib
     import json
     import sys

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-DOC = Path(__file__).resolve().parents[1] / "docs" / "reproduction.md"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reproduction.md"
 
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.slow]
 
@@ -260,6 +260,6 @@ def test_the_doc_has_every_block_the_script_writes(reproduce):
 def test_benchmarks_find_packages_without_a_bare_pip():
     """A venv's python that is not activated has no matching ``pip`` on PATH: benchmarks use importlib."""
     bare_pip = re.compile(r"""\[\s*["']pip["']""")
-    offenders = [path.name for path in (Path(__file__).parents[1] / "benchmarks").glob("*.py")
+    offenders = [path.name for path in (Path(__file__).parents[2] / "benchmarks").glob("*.py")
                  if bare_pip.search(path.read_text())]
     assert offenders == [], f"benchmarks calling a bare pip: {offenders}"
