@@ -17,7 +17,7 @@ from fmmlearn.datasets import (
 LOCATIONS = ("garden", "hallway", "kitchen", "office", "bedroom", "bathroom")
 NLI3 = ("entailment", "neutral", "contradiction")
 
-# SPEC.md 1.3, with the hub ids and label orders of the sources:
+# docs/datasets.md, "The paper's datasets", with the hub ids and label orders of the sources:
 # name: (hub path, config, A, B, labels, primary, also logged, epochs, majority, sizes, test source split)
 PAPER = {
     "babi-1": (None, None, "paragraph", "question", LOCATIONS, "micro_f1", ("accuracy",), 20, 0.149,

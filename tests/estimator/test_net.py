@@ -134,7 +134,8 @@ def test_reference_schedule_keeps_the_zero_warmup_quirk():
     with pytest.warns(UserWarning, match="W = 0 warm-up steps.*lr \\* step"):
         multiplier = reference_warmup_decay(10, 0.06)
     assert [multiplier(s) for s in range(4)] == [0.0, 1.0, 2.0, 3.0]
-    ref = reference_warmup_decay(50, 0.06)            # otherwise the formula of SPEC section 9 (W = 3)
+    # otherwise the formula of docs/classifier.md, "Learning-rate schedule" (W = 3)
+    ref = reference_warmup_decay(50, 0.06)
     assert [0.1 * ref(s) for s in range(5)] == pytest.approx([0.0, 0.1 / 3, 0.2 / 3, 0.1, 0.1 * 46 / 47])
 
 

@@ -1,5 +1,5 @@
-"""Explainer masking (docs/faithfulness.md, "The procedure"; Madsen, Reddy & Chandar, ICML 2024, section 3):
-toy vectors, and the invariants on a real BERT."""
+"""Explainer masking (docs/faithfulness.md, "The procedure"): the reference code's toy vectors, and the invariants
+on a real BERT."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""ACU and RACU by hand (docs/faithfulness.md, "ACU and RACU"; Madsen, Reddy & Chandar, ICML 2024, section 3)."""
+"""ACU and RACU by hand (docs/faithfulness.md, "ACU and RACU")."""
 
 import math
 

@@ -56,7 +56,7 @@ def target_logit(model, batch, target, input_ids=None, inputs_embeds=None):
 
 
 class ToyDifferentiable(torch.nn.Module):
-    """logits = (sum_t e_t^2) W with 3-d embeddings (SPEC 9)."""
+    """logits = (sum_t e_t^2) W with 3-d embeddings: the reference code's toy model for the parity vectors."""
 
     def __init__(self):
         super().__init__()

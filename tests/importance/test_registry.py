@@ -1,4 +1,5 @@
-"""The parity vectors of SPEC section 9 on the reference tests' toy models, plus the registry."""
+"""The parity vectors of the reference code's tests on their toy models (docs/explain.md, "Departures from the
+reference code"), plus the registry."""
 
 import math
 
@@ -68,7 +69,8 @@ def test_gradient_parity_vectors(method, params, first, second):
 
 
 def test_standard_ig_toy_truth_is_one_at_two_steps():
-    # SPEC 4.2: "a token whose true IG is 1 gets 1.25 with K = 2" under the reference formula.
+    # docs/explain.md, "Integrated gradients": the reference formula (extra factor s_k) gives a token whose true IG
+    # is 1 the score 1.25 with K = 2.
     batch = toy_batch([[BOS, TOKEN, EOS]])
     eligible = torch.tensor([[False, True, False]])
     scores = run(ToyDifferentiable(), batch, [0], "int-grad-sign", eligible, n_steps=2, pad_token_id=PAD,
@@ -139,7 +141,8 @@ def test_beam_parity_vectors(width, expected):
 
 
 def test_beam_ranks_are_not_interleaved_for_equal_lengths():
-    # The reference's write-back interleaved the ranks of equally long examples (SPEC 10.2).
+    # The reference's write-back interleaved the ranks of equally long examples (docs/explain.md, "Departures from
+    # the reference code").
     batch = toy_batch([[BOS] + [TOKEN] * 4 + [EOS]] * 3)
     scores = run(BEAM_MODEL, batch, [0, 0, 0], "beam-sign-1", eligible=~batch.special_tokens_mask)
     assert scores[:, 1:5].tolist() == [[3, 1, 4, 2]] * 3

@@ -1,4 +1,5 @@
-"""MaSF in-distribution test (SPEC.md 6, 9): calibration, power, parity with a brute-force loop."""
+"""MaSF in-distribution test (docs/ood.md; Madsen, Reddy & Chandar, ICML 2024): calibration, power, parity with a
+brute-force loop."""
 
 import numpy as np
 import pytest
@@ -38,7 +39,8 @@ def test_calibrated_false_positive_rate_is_nominal(gaussian, calibrated):
 
 
 def test_calibrated_mode_stays_calibrated_with_correlated_dimensions():
-    """The conformal guarantee does not assume independent features (SPEC.md 6.5's correlated case)."""
+    """The conformal guarantee does not assume independent features (docs/ood.md, "Measured calibration and power
+    of MaSF", the correlated case)."""
     rng = np.random.default_rng(2)
     def features(n):
         shared = rng.standard_normal((n, 4, 1), dtype=np.float32)
@@ -57,7 +59,7 @@ def test_calibrated_flags_shifted_distributions(gaussian, calibrated, name, tran
 
 
 def test_reference_procedure_is_anti_conservative(gaussian):
-    """SPEC.md 6.5: in-sample calibration flags far more than 5 % of in-distribution examples."""
+    """docs/ood.md, "Two calibrations": in-sample calibration flags far more than 5 % of in-distribution examples."""
     masf = MaSF(calibration="reference").fit(gaussian[0][:1000])
     p = masf.pvalues(gaussian[1][:1000])
     assert np.mean(p < 0.05) > 0.25 and np.mean(p < 0.01) > 0.1
@@ -65,7 +67,7 @@ def test_reference_procedure_is_anti_conservative(gaussian):
     assert summary["simes_p"] < 0.05 and summary["fisher_p_reference_only"] < 1e-6
 
 
-# -- degenerate features (SPEC.md 9) -------------------------------------------------------------------
+# -- degenerate features: ties at every level (docs/ood.md, "The three levels"; "Options": ties are exact) ------
 
 
 @pytest.mark.parametrize("calibration", ["reference", "calibrated"])
@@ -99,7 +101,7 @@ def test_ecdf_is_strict_and_columnwise_with_ties():
 
 
 def _brute_force(calibration, level1, level2, level3, queries):
-    """MaSF one example and one comparison at a time, O(N^2) (SPEC.md 6.3; calibrated per docs/ood.md)."""
+    """MaSF one example and one comparison at a time, O(N^2) (docs/ood.md, "The three levels", "Two calibrations")."""
     layers, hidden = queries.shape[1:]
 
     def two_sided(reference, value):

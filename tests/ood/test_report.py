@@ -1,4 +1,5 @@
-"""MaSF on a fitted classifier (SPEC.md 6.1, 6.2, 6.4): features, training-style calibration masks, report, plot."""
+"""MaSF on a fitted classifier (docs/ood.md, "Is explainer masking in-distribution? The report"): features,
+training-style calibration masks, report, plot."""
 
 import copy
 
