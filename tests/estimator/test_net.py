@@ -7,28 +7,13 @@ import torch
 from fmmlearn.encoding import encode
 from fmmlearn.metrics import get_metric
 from fmmlearn.estimator import (
-    BestEpochRestorer,
     EncodedDataset,
     concat_encodings,
     linear_warmup_decay,
-    lr_multiplier,
     make_net,
     mask_encoding,
     random_masker,
-    reference_warmup_decay,
 )
-
-
-def test_schedule_matches_the_hand_computation_of_spec_section_9():
-    lr = [0.1 * linear_warmup_decay(50, 0.06)(s) for s in range(51)]
-    assert lr[:4] == pytest.approx([0.0, 0.1 / 3, 0.2 / 3, 0.1])
-    assert lr[4:] == pytest.approx([0.1 * (50 - s) / 47 for s in range(4, 51)])
-    assert lr[-1] == 0.0
-
-
-def test_schedule_without_warmup_starts_at_the_peak():
-    assert linear_warmup_decay(10, 0.0)(0) == 1.0
-    assert linear_warmup_decay(10, 0.0)(5) == pytest.approx(0.5)
 
 
 @pytest.fixture
@@ -129,25 +114,6 @@ def test_reference_schedule_counts_examples_over_a_real_fit(tiny_net_parts):
     assert recorded_lrs(net) == pytest.approx([lr * (9 - s) / 9 for s in range(9)], rel=1e-12, abs=0)
 
 
-def test_reference_schedule_keeps_the_zero_warmup_quirk():
-    """With W = int(0.06 S) = 0 the reference returns lr * s; fmmlearn reproduces it and warns."""
-    with pytest.warns(UserWarning, match="W = 0 warm-up steps.*lr \\* step"):
-        multiplier = reference_warmup_decay(10, 0.06)
-    assert [multiplier(s) for s in range(4)] == [0.0, 1.0, 2.0, 3.0]
-    # otherwise the formula of docs/classifier.md, "Learning-rate schedule" (W = 3)
-    ref = reference_warmup_decay(50, 0.06)
-    assert [0.1 * ref(s) for s in range(5)] == pytest.approx([0.0, 0.1 / 3, 0.2 / 3, 0.1, 0.1 * 46 / 47])
-
-
-def test_lr_multiplier_names_the_schedule():
-    steps = lr_multiplier("linear", max_epochs=2, n_train_examples=33, batch_size=16, warmup_ratio=0.5)
-    assert [steps(s) for s in range(6)] == pytest.approx([0, 1 / 3, 2 / 3, 1, 2 / 3, 1 / 3])   # S = 2 * 3 = 6
-    examples = lr_multiplier("reference", max_epochs=2, n_train_examples=33, batch_size=16, warmup_ratio=0.5)
-    assert examples(6) == pytest.approx(6 / 33)                                                 # S = 66, W = 33
-    with pytest.raises(ValueError, match="lr_schedule must be one of"):
-        lr_multiplier("cosine", max_epochs=1, n_train_examples=4, batch_size=2, warmup_ratio=0.1)
-
-
 def fed_batches(net, dataset, epochs):
     """Per epoch, the example indices of every training batch in row order (targets are the indices)."""
     loader = net.get_iterator(dataset, training=True)
@@ -186,38 +152,6 @@ def test_length_grouped_batches_are_length_homogeneous_and_uniform_ones_are_not(
     assert mean_spread(True) < 0.5 * mean_spread(False)
 
 
-class FakeHistory(list):
-    """Just enough of skorch's History for the callbacks: rows of dicts, ``h[-1, key]``."""
-
-    def record(self, key, value):
-        self[-1][key] = value
-
-    def __getitem__(self, item):
-        if isinstance(item, tuple):
-            return list.__getitem__(self, item[0])[item[1]]
-        return list.__getitem__(self, item)
-
-
-class FakeNet:
-    def __init__(self):
-        self.module_ = torch.nn.Linear(1, 1, bias=False)
-        self.history = FakeHistory()
-
-
-def test_best_epoch_is_restored_and_ties_keep_the_earlier_epoch():
-    net, cb = FakeNet(), BestEpochRestorer("valid_acc")
-    cb.on_train_begin(net)
-    for epoch, (score, weight) in enumerate([(0.5, 1.0), (0.8, 2.0), (0.8, 3.0), (0.6, 4.0)], start=1):
-        net.history.append({"epoch": epoch, "valid_acc": score})
-        with torch.no_grad():
-            net.module_.weight.fill_(weight)
-        cb.on_epoch_end(net)
-    cb.on_train_end(net)
-    assert net.module_.weight.item() == 2.0
-    assert cb.best_epoch_ == 2
-    assert [h["valid_acc_best"] for h in net.history] == [True, True, False, False]
-
-
 def test_validation_both_is_clean_plus_one_fixed_masked_copy(tiny_net_parts):
     tokenizer, _, dataset = tiny_net_parts
     enc = dataset.encoding
@@ -234,13 +168,3 @@ def test_validation_both_is_clean_plus_one_fixed_masked_copy(tiny_net_parts):
     assert all(np.array_equal(a, b) for a, b in zip(both.input_ids[: len(enc)], enc.input_ids))
 
 
-def test_a_loss_as_selection_metric_keeps_the_lowest_epoch():
-    restorer, net = BestEpochRestorer("valid_log_loss", greater_is_better=False), FakeNet()
-    restorer.on_train_begin(net)
-    for epoch, loss in enumerate([0.9, 0.4, 0.6], start=1):
-        net.history.append({"epoch": epoch, "valid_log_loss": loss})
-        with torch.no_grad():
-            net.module_.weight.fill_(epoch)
-        restorer.on_epoch_end(net)
-    restorer.on_train_end(net)
-    assert restorer.best_epoch_ == 2 and net.module_.weight.item() == 2

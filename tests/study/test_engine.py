@@ -10,7 +10,7 @@ import pytest
 from helpers.data import make_sentiment
 from fmmlearn import FaithfulTextClassifier
 from fmmlearn.faithfulness import acu, faithfulness_curve, racu, random_masking_curve
-from fmmlearn.study import FRAMES, FaithfulnessStudy, StudyResult, load_study
+from fmmlearn.study import FRAMES, FaithfulnessStudy, load_study
 from fmmlearn.study._data import load_splits
 from fmmlearn.faithfulness import area_statistics as area_metrics
 from fmmlearn.metrics import vectorized_metric as score_function
@@ -294,7 +294,6 @@ def test_example_bootstrap_of_accuracy_matches_a_direct_computation():
     assert point == pytest.approx((pred == gold).mean())
     se = np.sqrt(point * (1 - point) / len(gold))  # the normal approximation, for scale only
     assert low < point < high and high - low == pytest.approx(2 * 1.96 * se, rel=0.3)
-
 
 
 @pytest.mark.parametrize("name", ["micro_f1", "macro_f1", "matthew"])
@@ -695,45 +694,6 @@ def test_dataset_names_give_stratified_seeded_splits():
 
 
 # --------------------------------------------------------------------------- fmmlearn demo
-
-
-@pytest.mark.filterwarnings("ignore::fmmlearn.exceptions.DegenerateModelWarning")  # tiny model, 3 epochs of tweets
-def test_demo_quick_runs_end_to_end_and_prints_the_summary(tiny_model_dir, tmp_path, monkeypatch, capsys):
-    from fmmlearn.cli import main
-
-    monkeypatch.setenv("FMMLEARN_DEMO_MODEL", tiny_model_dir)
-    output = tmp_path / "demo"
-    assert main(["demo", "--quick", "--output", str(output), "--device", "cpu", "--quiet"]) == 0
-    assert capsys.readouterr().out == ""
-    erasure = StudyResult.load(output / "results").erasure  # the quick preset has loo-sign: erasure runs, certified
-    assert set(erasure["method"]) == {"loo-sign", "rand"} and erasure["valid"].notna().all()
-    assert '<section id="erasure">' in (output / "report.html").read_text(encoding="utf-8")
-    assert main(["demo", "--quick", "--output", str(output), "--device", "cpu", "--measures", "rand",
-                 "inp-grad-sign"]) == 0
-    out = capsys.readouterr().out
-    assert "Test accuracy" in out and "Are masked inputs in-distribution?" in out
-    assert f"report: {(output / 'report.html').resolve()}" in out
-    page = (output / "report.html").read_text(encoding="utf-8")
-    assert "<h2>Example explanations</h2>" in page
-    assert "Erasure metrics were not computed" in page  # "auto": loo-sign is not among these measures
-    result = StudyResult.load(output / "results")
-    from fmmlearn.cli.demo import DEMO_PRESETS
-
-    quick = DEMO_PRESETS["quick"]
-    assert result.metadata["data"]["sizes"] == {"train": quick["n_train"], "valid": quick["n_valid"],
-                                                "test": quick["n_test"]}
-    assert set(result.racu_summary["method"]) == {"inp-grad-sign"}
-    assert result.timings.loc[result.timings["stage"] == "fit", "cached"].all()  # the second run refits nothing
-
-
-def test_demo_rejects_a_bad_output_dir(tmp_path, capsys):
-    from fmmlearn.cli import main
-
-    blocker = tmp_path / "file"
-    blocker.write_text("x")
-    assert main(["demo", "--quick", "--output", str(blocker)]) == 2
-    assert "--output" in capsys.readouterr().err
-    assert main(["demo", "--quick", "--output", ""]) == 2
 
 
 def test_a_study_of_the_rand_baseline_alone_runs_and_reports(tiny_model_dir, toy_data, tmp_path):
