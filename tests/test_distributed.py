@@ -18,6 +18,7 @@ from helpers.data import make_sentiment
 from fmmlearn import FaithfulTextClassifier, distributed
 from fmmlearn.distributed import (dask_backend, gather_objects, is_main_process, local_only, num_processes,
                                   optimizer_steps_per_epoch, process_seed, shard_batches, split_training_batches)
+import fmmlearn.utils
 from fmmlearn.utils import _processes
 from fmmlearn.utils._random import derive_seed
 from fmmlearn.encoding import encode, length_grouped_batches
@@ -108,8 +109,9 @@ def test_map_batches_draws_of_a_batch_do_not_depend_on_the_batches_run_before_it
 
     full = run(torch.Generator().manual_seed(7), own=True)
     plain = run(torch.Generator().manual_seed(7), own=False)
-    # a process holding only every other batch (how a launch splits them), without exchanging rows
-    monkeypatch.setattr(_processes, "batches_for_this_process",
+    # a process holding only every other batch (how a launch splits them), without exchanging rows; patched
+    # where map_batches reads it: fmmlearn.utils caches a lazily loaded name once any code has read it.
+    monkeypatch.setattr(fmmlearn.utils, "batches_for_this_process",
                         lambda batches, lengths, what: (batches[1::2], False))
     share = run(torch.Generator().manual_seed(7), own=True)
     unshared = run(torch.Generator().manual_seed(7), own=False)
