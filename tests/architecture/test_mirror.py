@@ -5,6 +5,8 @@ layout cannot drift: a new module needs its test file or an entry saying where i
 once the mirror file exists.  The cross-cutting suites live in folders of their own (:data:`CROSS_CUTTING`).
 """
 
+import importlib.metadata
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ CROSS_CUTTING = {
     "docs",          # README and docs/ code blocks, doctests, the Sphinx site
     "faults",        # kill -9, signals, write faults, concurrency, lost workers, hostile inputs
     "integration",   # slow: the real MiniLM, model families end to end, launches, Dask, browser, reproduction
-    "sklearn",       # scikit-learn's estimator checks
+    "estimator_checks",  # scikit-learn's estimator checks (not "sklearn": see the last test)
     "helpers",       # shared test code (importable as ``helpers``: tests/ is on sys.path, pyproject.toml)
     "data",          # pinned reference frames
 }
@@ -160,8 +162,21 @@ def test_every_test_folder_mirrors_a_package_or_is_cross_cutting():
 
 
 def test_no_test_folder_is_a_package():
-    """pytest imports test files by path (pyproject.toml); an ``__init__.py`` in ``tests/sklearn`` or
-    ``tests/datasets`` would shadow scikit-learn or Hugging Face datasets, tests/ being on sys.path."""
+    """pytest imports test files by path (pyproject.toml); an ``__init__.py`` in ``tests/datasets`` would shadow
+    Hugging Face datasets, tests/ being on sys.path (and on the PYTHONPATH of the tests' child processes)."""
     packages = sorted(str(p.parent.relative_to(TESTS)) for p in TESTS.rglob("__init__.py")
                       if p.parent.relative_to(TESTS).parts[0] != "helpers")
     assert not packages, f"test folders with an __init__.py: {packages}"
+
+
+#: Mirror folders named like an installed package: harmless while nothing imports that package before
+#: site-packages is on sys.path (fmmlearn imports Hugging Face ``datasets`` only inside a function).
+SHARED_NAMES = {"datasets"}
+
+
+def test_no_test_folder_takes_the_name_of_an_installed_package():
+    """A child process with tests/ on its PYTHONPATH and ``-W error::fmmlearn...`` imports fmmlearn before
+    site-packages is on sys.path: a folder ``tests/sklearn`` then became the namespace package ``sklearn``."""
+    installed = set(importlib.metadata.packages_distributions()) | set(sys.stdlib_module_names)
+    clashes = sorted({p.name for p in TESTS.iterdir() if p.is_dir()} & installed - SHARED_NAMES)
+    assert not clashes, f"test folders named like an installed or standard-library package: {clashes}"
