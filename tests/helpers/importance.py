@@ -1,5 +1,6 @@
 """Helpers shared by the importance-measure tests: the tiny BERT and batches of real text."""
 
+import pytest
 import torch
 from transformers import AutoTokenizer, BertForSequenceClassification
 
@@ -53,6 +54,17 @@ def target_logit(model, batch, target, input_ids=None, inputs_embeds=None):
         else:
             logits = model(input_ids=batch.input_ids if input_ids is None else input_ids, **kwargs).logits
     return logits.gather(1, target[:, None])[:, 0]
+
+
+@pytest.fixture(scope="module")
+def bert64(tiny_model_dir):
+    """The tiny BERT in float64, so finite differences and quadratures are exact enough."""
+    return tiny_bert(tiny_model_dir, torch.float64)
+
+
+def embeddings(model, batch):
+    with torch.no_grad():
+        return model.get_input_embeddings()(batch.input_ids)
 
 
 class ToyDifferentiable(torch.nn.Module):

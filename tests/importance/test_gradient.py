@@ -1,4 +1,4 @@
-"""Gradient measures and integrated gradients on the tiny BERT: numerical truths."""
+"""Gradient measures on the tiny BERT: numerical truths (integrated gradients: test_integrated.py)."""
 
 import pytest
 import torch
@@ -7,18 +7,8 @@ from fmmlearn.importance import Problem
 from fmmlearn.importance.gradient import embedding_gradients
 from fmmlearn.masking import eligible_positions
 
-from helpers.importance import PAIRS, TEXTS, make_batch, scores_of, target_logit, tiny_bert
-
-
-@pytest.fixture(scope="module")
-def bert64(tiny_model_dir):
-    """The tiny BERT in float64, so finite differences and quadratures are exact enough."""
-    return tiny_bert(tiny_model_dir, torch.float64)
-
-
-def embeddings(model, batch):
-    with torch.no_grad():
-        return model.get_input_embeddings()(batch.input_ids)
+from helpers.importance import PAIRS, TEXTS, make_batch, scores_of, target_logit
+from helpers.importance import bert64, embeddings  # noqa: F401 (bert64 is a fixture)
 
 
 def test_embedding_gradient_matches_finite_differences(bert64):

@@ -7,18 +7,8 @@ from fmmlearn.importance import compute_importance
 from fmmlearn.importance.integrated import path_points
 from fmmlearn.masking import eligible_positions
 
-from helpers.importance import TEXTS, make_batch, target_logit, tiny_bert
-
-
-@pytest.fixture(scope="module")
-def bert64(tiny_model_dir):
-    """The tiny BERT in float64, so finite differences and quadratures are exact enough."""
-    return tiny_bert(tiny_model_dir, torch.float64)
-
-
-def embeddings(model, batch):
-    with torch.no_grad():
-        return model.get_input_embeddings()(batch.input_ids)
+from helpers.importance import TEXTS, make_batch, target_logit
+from helpers.importance import bert64, embeddings  # noqa: F401 (bert64 is a fixture)
 
 
 @pytest.mark.parametrize("baseline, positions", [("pad", "eligible"), ("mask", "eligible"), ("zero", "all"),
