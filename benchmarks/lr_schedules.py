@@ -4,7 +4,7 @@
 ``"reference"`` reproduces the paper's reference code, which counts ``S = max_epochs * n_train``
 *examples* instead of steps, so the warm-up spans ~96 % of the run (``0.06 * batch_size``) and the rate
 hardly decays.  Both curves come from :func:`fmmlearn.estimator.lr_multiplier`, the function ``fit``
-uses (``tests/test_training.py`` checks it against the learning rates of a real fit).
+uses (``tests/estimator/test_net.py`` checks it against the learning rates of a real fit).
 
 Usage::
 

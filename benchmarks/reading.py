@@ -2,7 +2,7 @@
 
 Each ``reading-*`` block says, in sentences, what a claim's rows say: the verdict, the numbers behind
 it and what would settle an open question.  The hand-written prose around the blocks carries no result
-(``tests/test_reproduce.py`` checks that every number of the page's prose is in a generated block).
+(``tests/integration/test_reproduce.py`` checks that every number of the page's prose is in a generated block).
 """
 
 from __future__ import annotations

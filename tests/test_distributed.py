@@ -1,7 +1,7 @@
 """Scale-out in one process (docs/scaling.md): sharding rules, Accelerate training semantics, clone/pickle, extras.
 
-The multi-process runs are in ``test_distributed_launch.py`` (``accelerate
-launch``) and ``test_dask.py`` (a Dask cluster).
+The multi-process runs are in ``tests/integration/test_distributed_launch.py`` (``accelerate
+launch``) and ``tests/integration/test_dask.py`` (a Dask cluster).
 """
 
 import pickle
@@ -109,13 +109,10 @@ def test_map_batches_draws_of_a_batch_do_not_depend_on_the_batches_run_before_it
 
     full = run(torch.Generator().manual_seed(7), own=True)
     plain = run(torch.Generator().manual_seed(7), own=False)
-    # a process holding only every other batch (how a launch splits them), without exchanging rows
-    def every_other(batches, lengths, what):
-        return batches[1::2], False
-
-    # map_batches looks it up through fmmlearn.utils, which caches a lazily loaded name: patch both homes
-    monkeypatch.setattr(_processes, "batches_for_this_process", every_other)
-    monkeypatch.setattr(fmmlearn.utils, "batches_for_this_process", every_other)
+    # a process holding only every other batch (how a launch splits them), without exchanging rows; patched
+    # where map_batches reads it: fmmlearn.utils caches a lazily loaded name once any code has read it.
+    monkeypatch.setattr(fmmlearn.utils, "batches_for_this_process",
+                        lambda batches, lengths, what: (batches[1::2], False))
     share = run(torch.Generator().manual_seed(7), own=True)
     unshared = run(torch.Generator().manual_seed(7), own=False)
     rows = np.concatenate(batches[1::2])

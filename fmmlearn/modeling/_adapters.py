@@ -112,7 +112,7 @@ def _quiet_peft():
     """peft asks transformers a deprecated question (``is_gradient_checkpointing``); nothing for the user to do."""
     with warnings.catch_warnings():
         # A third-party warning with no category of its own: filtered by category and the module that warns
-        # (transformers' modeling_utils, during peft's calls only), never by its message (tests/test_architecture.py).
+        # (transformers' modeling_utils, during peft's calls only), never by its message (tests/architecture/test_architecture.py).
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\.modeling_utils")
         yield
 

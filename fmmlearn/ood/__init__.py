@@ -15,6 +15,7 @@ One concept per module:
 * ``_ecdf`` -- the empirical-CDF kernels (:func:`empirical_cdf`);
 * ``_combine`` -- :func:`simes_pvalue`, :func:`geometric_mean_pvalue`, :func:`fisher_pvalue`,
   :func:`summarize_pvalues` (dataset-level p-values valid for dependent p-values);
+* ``_checks`` -- the input checks of the statistics;
 * ``_masf`` -- the :class:`MaSF` estimator and :func:`min_calibration_size`;
 * ``_detectors`` -- split-conformal detectors on pooled hidden states:
   :class:`MahalanobisDetector`, :class:`KNNDetector` (:class:`ConformalDetector`);

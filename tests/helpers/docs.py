@@ -1,4 +1,4 @@
-"""The code blocks of README.md and docs/*.md, and the checks of ``tests/test_docs.py`` that do not run them.
+"""The code blocks of README.md and docs/*.md, and the checks of ``tests/docs/test_docs.py`` that do not run them.
 
 :func:`code_blocks` finds every fenced block of a page (indented ones in list
 items too) with the line of its opening fence; :func:`shell_lines` splits a

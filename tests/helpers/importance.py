@@ -1,5 +1,6 @@
 """Helpers shared by the importance-measure tests: the tiny BERT and batches of real text."""
 
+import pytest
 import torch
 from transformers import AutoTokenizer, BertForSequenceClassification
 
@@ -53,3 +54,33 @@ def target_logit(model, batch, target, input_ids=None, inputs_embeds=None):
         else:
             logits = model(input_ids=batch.input_ids if input_ids is None else input_ids, **kwargs).logits
     return logits.gather(1, target[:, None])[:, 0]
+
+
+@pytest.fixture(scope="module")
+def bert64(tiny_model_dir):
+    """The tiny BERT in float64, so finite differences and quadratures are exact enough."""
+    return tiny_bert(tiny_model_dir, torch.float64)
+
+
+def embeddings(model, batch):
+    with torch.no_grad():
+        return model.get_input_embeddings()(batch.input_ids)
+
+
+class ToyDifferentiable(torch.nn.Module):
+    """logits = (sum_t e_t^2) W with 3-d embeddings: the reference code's toy model for the parity vectors."""
+
+    def __init__(self):
+        super().__init__()
+        self.embeddings = torch.nn.Embedding(5, 3)
+        table = [[0, 1, 0], [0, 1, 0], [0, 0, 0], [1, 0, 0], [0, 1, 0]]  # BOS EOS PAD TOKEN MASK
+        with torch.no_grad():
+            self.embeddings.weight.copy_(torch.tensor(table, dtype=torch.float32))
+        self.register_buffer("W", torch.tensor([[1.0, 0, 1], [0, 1, 1], [0, 0, 0]]))
+
+    def get_input_embeddings(self):
+        return self.embeddings
+
+    def forward(self, input_ids=None, inputs_embeds=None, attention_mask=None):
+        e = self.embeddings(input_ids) if inputs_embeds is None else inputs_embeds
+        return (e**2).sum(dim=1) @ self.W

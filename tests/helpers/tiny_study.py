@@ -1,5 +1,5 @@
-"""A tiny study run as its own process, for the fault tests (tests/test_concurrency.py, tests/test_interrupts.py,
-tests/test_study_cache.py).
+"""A tiny study run as its own process, for the fault tests (tests/faults/test_concurrency.py, tests/faults/test_interrupts.py,
+tests/study/test_cache.py).
 
 ``python -m helpers.tiny_study MODEL_DIR CACHE OUT`` runs a small plain-vs-masked study of a tiny random
 model on toy data with ``cache_dir=CACHE``, saves its frames to ``OUT/results`` (CSV) and its report to

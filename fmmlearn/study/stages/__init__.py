@@ -15,6 +15,10 @@ Each stage is a :class:`~fmmlearn.study.Stage` that declares what it reads and p
 7. :class:`ErasureStage` (``erasure``) -- comprehensiveness, sufficiency, AOPC, certified by MaSF;
 8. :class:`ExplanationsStage` (``explanations``) -- a few heatmaps per model;
 9. :class:`ComparisonsStage` (``comparisons``) -- paired comparisons of measures and models, with verdicts.
+
+Their modules: ``fit``, ``performance``, ``random_masking``, ``faithfulness``, ``calibration``,
+``in_distribution``, ``erasure``, ``explanations``, ``comparisons``; ``supporting_facts`` holds
+``SupportingFactsStage`` (not in :data:`STAGES`; add it for bAbI), ``_common`` what several stages share.
 """
 
 from .calibration import CalibrationStage
