@@ -16,7 +16,7 @@ from fmmlearn.faithfulness import area_statistics as area_metrics
 from fmmlearn.metrics import vectorized_metric as score_function
 from fmmlearn.study._stats import example_ci
 from fmmlearn.study._tables import most_faithful_rows as _most_faithful_rows
-from fmmlearn.study.stages.faithfulness import baseline_seed
+from fmmlearn.study.stages.faithfulness import rand_draw_seed
 from fmmlearn.ood import DEFAULT_DETECTOR
 
 # The toy validation split is small: MaSF says its p-values cannot go below 0.09 (expected here).
@@ -34,8 +34,8 @@ def toy_data():
 
 
 def tiny_study(model_dir, cache_dir, **options):
-    settings = dict(measures=MEASURES, seeds=(0, 1), n_train=100, n_valid=30, n_test=40, max_examples=CAPS,
-                    classifier_params=TINY_FIT, device="cpu", cache_dir=cache_dir, n_baseline=2, n_bootstrap=999,
+    settings = dict(methods=MEASURES, seeds=(0, 1), n_train=100, n_valid=30, n_test=40, max_examples=CAPS,
+                    classifier_params=TINY_FIT, device="cpu", cache_dir=cache_dir, n_random=2, n_bootstrap=999,
                     verbose=0)
     return FaithfulnessStudy(model_dir, **{**settings, **options})
 
@@ -175,7 +175,7 @@ def test_curve_examples_score_accuracy_on_every_test_text_and_mask_a_subset(tiny
     from fmmlearn.study.stages.performance import subset_order
 
     study = tiny_study(tiny_model_dir, tmp_path, seeds=(0,), n_test=60, curve_examples=20,
-                       measures=["rand", "inp-grad-sign", "loo-sign"], max_examples={"loo-sign": 8}, erasure=None)
+                       methods=["rand", "inp-grad-sign", "loo-sign"], max_examples={"loo-sign": 8}, erasure=None)
     result = study.run(*toy_data)
     assert (result.performance["n_examples"] == 60).all()
     curves = result.curves.drop_duplicates(["model", "method", "subset"]).set_index(["model", "method"])
@@ -217,7 +217,7 @@ def test_curves_equal_the_public_faithfulness_functions(study_run, toy_data):
     def ours(method, subset):
         return rows[(rows["method"] == method) & (rows["subset"] == subset)].sort_values("ratio")
 
-    draws = [faithfulness_curve(clf, splits.X_test, splits.y_test, "rand", random_state=baseline_seed(1, d))
+    draws = [faithfulness_curve(clf, splits.X_test, splits.y_test, "rand", random_state=rand_draw_seed(1, d))
              for d in range(2)]
     rand = draws[0].assign(value=np.mean([d["value"] for d in draws], axis=0))  # the baseline: mean of the draws
     grad = faithfulness_curve(clf, splits.X_test, splits.y_test, "inp-grad-sign", random_state=1)
@@ -320,7 +320,7 @@ def test_vectorised_paper_metrics_equal_the_registry_metrics(name):
 
 def test_one_more_measure_reuses_every_fit_and_stage(study_run, tiny_model_dir, toy_data, count_fits):
     result, cache = study_run
-    more = tiny_study(tiny_model_dir, cache, measures=MEASURES + ["grad-l2"]).run(*toy_data)
+    more = tiny_study(tiny_model_dir, cache, methods=MEASURES + ["grad-l2"]).run(*toy_data)
     assert count_fits == []
     timings = more.timings
     new = (timings["stage"] == "faithfulness") & (timings["method"] == "grad-l2")
@@ -355,7 +355,7 @@ def test_an_interrupted_study_resumes_without_redoing_finished_work(tiny_model_d
                                                                    count_fits):
     import fmmlearn.faithfulness as faithfulness
 
-    study = tiny_study(tiny_model_dir, tmp_path, measures=["rand", "inp-grad-sign"], seeds=(0,), max_examples=None)
+    study = tiny_study(tiny_model_dir, tmp_path, methods=["rand", "inp-grad-sign"], seeds=(0,), max_examples=None)
     original_fit = FaithfulTextClassifier.fit  # the counting wrapper
 
     def fit_then_interrupt(self, *args, **kwargs):
@@ -411,8 +411,8 @@ ERASURE_K = (0.2, 0.5)  # the toy texts have 4-9 tokens: 10 % would select none
 
 def erasure_study(model_dir, cache_dir, **options):
     """One seed, a validation split large enough for MaSF to flag at p < 0.05 (a level-3 fold of 20)."""
-    settings = dict(measures=["rand", "loo-sign"], seeds=(0,), n_valid=60, max_examples={"loo-sign": 20},
-                    n_baseline=1, n_explain=0, erasure_k=ERASURE_K)
+    settings = dict(methods=["rand", "loo-sign"], seeds=(0,), n_valid=60, max_examples={"loo-sign": 20},
+                    n_random=1, n_explain=0, erasure_k=ERASURE_K)
     return tiny_study(model_dir, cache_dir, **{**settings, **options})
 
 
@@ -490,7 +490,7 @@ def test_a_validation_split_too_small_for_the_test_leaves_erasure_unchecked_with
     from fmmlearn.study import erasure_by_model
 
     # 15 validation texts: the conformal level's smallest p-value is 1/16, so nothing can reach p < 0.05
-    study = tiny_study(tiny_model_dir, tmp_path, n_valid=15, seeds=(0,), measures=["rand", "loo-sign"],
+    study = tiny_study(tiny_model_dir, tmp_path, n_valid=15, seeds=(0,), methods=["rand", "loo-sign"],
                        max_examples={"loo-sign": 10})
     with pytest.warns(FaithfulnessWarning, match="not certified"):
         result = study.run(*toy_data)
@@ -644,7 +644,7 @@ def test_the_report_template_reserves_a_block_for_erasure_metrics(study_run):
 
 
 @pytest.mark.parametrize("options, data, match", [
-    ({"measures": ["rand", "no-such-measure"]}, None, "measures"),
+    ({"methods": ["rand", "no-such-measure"]}, None, "methods"),
     ({"masking_ratios": (0.0, 1.5)}, None, "masking_ratios"),
     ({"ratios": [0.0, 0.5, 1.2]}, None, "ratios"),
     ({"ratios": [0.0, 0.5]}, None, "ratios"),
@@ -652,7 +652,7 @@ def test_the_report_template_reserves_a_block_for_erasure_metrics(study_run):
     ({"classifier_params": {"random_state": 3}}, None, "classifier_params"),
     ({"classifier_params": {"max_epochs": 0}}, None, "max_epochs"),
     ({"max_examples": {"grad-l2": 10}}, None, "max_examples"),
-    ({"measure_params": {"inp-grad-sign": {"n_steps": 5}}}, None, "measure_params"),
+    ({"method_params": {"inp-grad-sign": {"n_steps": 5}}}, None, "method_params"),
     ({"metric": "log_loss"}, None, "metric"),
     ({"seeds": ()}, None, "seeds"),
     ({"erasure": ["grad-l2"]}, None, "erasure"),
@@ -737,8 +737,8 @@ def test_demo_rejects_a_bad_output_dir(tmp_path, capsys):
 
 
 def test_a_study_of_the_rand_baseline_alone_runs_and_reports(tiny_model_dir, toy_data, tmp_path):
-    """``measures=["rand"]``: no measure to rank, so no heatmaps and no most faithful measure, but every frame."""
-    result = tiny_study(tiny_model_dir, tmp_path / "cache", measures=["rand"], seeds=(0,), erasure=None,
+    """``methods=["rand"]``: no measure to rank, so no heatmaps and no most faithful measure, but every frame."""
+    result = tiny_study(tiny_model_dir, tmp_path / "cache", methods=["rand"], seeds=(0,), erasure=None,
                         max_examples=None).run(
         *toy_data)
     assert set(result.curves["method"]) == {"rand", "random-masking"} and result.explanations.empty

@@ -198,8 +198,8 @@ TINY_FIT = dict(max_epochs=10, batch_size=16, learning_rate=3e-3, warmup_ratio=0
 def _budget_study(model_dir, cache, budget, **options):
     from fmmlearn.study import FaithfulnessStudy
 
-    settings = dict(masking_ratios=(1.0,), measures=["rand", "inp-grad-sign", "inp-grad-abs", "loo-sign"],
-                    seeds=(0,), n_train=100, n_valid=30, n_test=70, n_baseline=1, n_bootstrap=100,
+    settings = dict(masking_ratios=(1.0,), methods=["rand", "inp-grad-sign", "inp-grad-abs", "loo-sign"],
+                    seeds=(0,), n_train=100, n_valid=30, n_test=70, n_random=1, n_bootstrap=100,
                     in_distribution=None, erasure=None, n_explain=0, costly_examples=10, classifier_params=TINY_FIT,
                     device="cpu", verbose=0, cache_dir=cache, budget=budget)
     return FaithfulnessStudy(model_dir, **{**settings, **options})
@@ -355,8 +355,8 @@ def _probe_study(model_dir, cache, **options):
     from fmmlearn.study import FaithfulnessStudy
 
     fit = {**TINY_FIT, "precision": "auto"}
-    settings = dict(masking_ratios=(0.0, 1.0), measures=["rand", "inp-grad-sign", "loo-sign"], seeds=(0,),
-                    n_train=100, n_valid=30, n_test=40, n_baseline=1, n_bootstrap=200, in_distribution=None,
+    settings = dict(masking_ratios=(0.0, 1.0), methods=["rand", "inp-grad-sign", "loo-sign"], seeds=(0,),
+                    n_train=100, n_valid=30, n_test=40, n_random=1, n_bootstrap=200, in_distribution=None,
                     erasure=None, n_explain=0, costly_examples=20, classifier_params=fit, device="cpu", verbose=0,
                     cache_dir=cache, precision_probe=True)
     return FaithfulnessStudy(model_dir, **{**settings, **options})

@@ -34,10 +34,10 @@ DEMO_OTHER_DOMAIN = "bbc-news"
 #: (benchmarks/decision_cost.py measures the whole run).
 DEMO_PRESETS = {
     "full": {"measures": ("rand", "inp-grad-sign", "loo-sign"),
-             "n_train": 500, "n_valid": 150, "n_test": 400, "curve_examples": 120, "n_baseline": 3,
+             "n_train": 500, "n_valid": 150, "n_test": 400, "curve_examples": 120, "n_random": 3,
              "costly_examples": 60, "budget": 60.0},
     "quick": {"measures": ("rand", "inp-grad-sign", "loo-sign"),
-              "n_train": 200, "n_valid": 80, "n_test": 200, "curve_examples": 60, "n_baseline": 3,
+              "n_train": 200, "n_valid": 80, "n_test": 200, "curve_examples": 60, "n_random": 3,
               "costly_examples": 20, "budget": 30.0},
 }
 
@@ -119,8 +119,8 @@ def _run_locked(args, output) -> dict:
     if budget < 0:
         raise ValueError(f"--budget must be 0 or more seconds, got {budget:g}")
     study = FaithfulnessStudy(
-        args.model, masking_ratios=(0.0, 1.0), measures=measures, seeds=(args.seed,), **sizes,
-        costly_examples=preset["costly_examples"], budget=budget or None, n_baseline=preset["n_baseline"],
+        args.model, masking_ratios=(0.0, 1.0), methods=measures, seeds=(args.seed,), **sizes,
+        costly_examples=preset["costly_examples"], budget=budget or None, n_random=preset["n_random"],
         classifier_params=DEMO_CLASSIFIER, other_domain=DEMO_OTHER_DOMAIN, device=args.device,
         cache_dir=output / "cache",
         random_state=args.seed, verbose=args.verbose)

@@ -605,8 +605,8 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         y : array-like, optional
             Gold labels: explain the gold class (the paper). Without ``y`` the
             predicted class is explained.
-        method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
-            An importance measure of :func:`fmmlearn.importance_measures`.
+        method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
+            An importance measure of :func:`fmmlearn.importance_methods`.
         target, segment, level, aggregate, batch_size, random_state, **method_params
             See :func:`fmmlearn.explanation.explain`.
 

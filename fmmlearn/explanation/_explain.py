@@ -17,7 +17,7 @@ import torch
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..encoding import collate
-from ..importance import compute_importance, get_measure
+from ..importance import compute_importance, get_method
 from ..masking import eligible_positions
 from ..modeling import autocast_dtype_for, map_batches
 from ..utils import (SEGMENTS, as_labels, check_segment, label_indices, positive_int, reports_truncation_once,
@@ -55,8 +55,8 @@ def explain_encoded(
         From ``clf.encode``.
     targets_idx : array-like of int, shape (n_samples,)
         Class index (into ``clf.classes_``) explained per example.
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
-        See :func:`fmmlearn.importance.get_measure`.
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
+        See :func:`fmmlearn.importance.get_method`.
     segment : {"first", "all"}, default="first"
         Explain segment A only (the paper) or every non-special token.
     batch_size : int, optional
@@ -85,7 +85,7 @@ def explain_encoded(
         ``scores[i]`` has one entry per token of example ``i`` (special tokens
         included, with score 0), in the caller's order.
     """
-    measure = get_measure(method)
+    measure = get_method(method)
     measure.bind(method_params)  # fail before any model work
     check_segment(segment)
     targets_idx = np.asarray(targets_idx, dtype=np.int64)
@@ -139,12 +139,12 @@ def explain(
     X : sequence of str, or sentence pairs
     y : array-like, optional
         Gold labels; their class is explained (the paper's convention).
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
         An importance measure: ``rand``, ``grad-l2``, ``grad-l1``,
         ``inp-grad-sign``, ``inp-grad-abs``, ``int-grad-sign``,
         ``int-grad-abs``, ``loo-sign``, ``loo-abs`` or ``beam-sign-K`` (any
         beam width K, e.g. ``beam-sign-10``); see
-        :func:`fmmlearn.importance.importance_measures`.
+        :func:`fmmlearn.importance.importance_methods`.
     target : label or array-like of labels, optional
         Class to explain (a value of ``clf.classes_``), for all examples or
         one per example; overrides ``y``.  Default: ``y`` if given, else the
@@ -200,7 +200,7 @@ def explain(
     (1, 2)
     >>> e.to_html("explanation.html")  # a self-contained heatmap page  # doctest: +SKIP
     """
-    measure = get_measure(method)
+    measure = get_method(method)
     options = {k: method_params.pop(k) for k in ("precision", "internal_batch_size") if k in method_params}
     measure.bind(method_params)
     encoding = clf.encode(X)
@@ -221,5 +221,5 @@ def explain(
     if level == "word":
         frame = word_frame(frame, encoding, aggregate)
     # an explainer's signedness may have been inferred on the first batch just now
-    measure = get_measure(measure.explainer) if measure.explainer is not None else measure
+    measure = get_method(measure.explainer) if measure.explainer is not None else measure
     return Explanation(frame, examples=example_table(clf, encoding, logits, gold_idx, measure))

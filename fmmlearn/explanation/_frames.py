@@ -148,7 +148,7 @@ def example_table(clf, encoding, logits, gold_idx, measure) -> pd.DataFrame:
         ``clf.encoded_logits(encoding)``.
     gold_idx : ndarray of int or None
         Gold labels as class indices, if known.
-    measure : Measure
+    measure : ImportanceMethod
 
     Returns
     -------

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..encoding import collate
-from ..importance import compute_importance, get_measure
+from ..importance import compute_importance, get_method
 from ..importance.precomputed import check_covered, importance_arrays
 from ..masking import eligible_positions, mask_counts, mask_top_k
 from ..modeling import autocast_dtype_for, map_batches
@@ -46,7 +46,7 @@ def _checked_measure(method, precomputed: bool, method_params: dict):
         if method_params:
             raise ValueError(f"measure parameters {sorted(method_params)} cannot apply to precomputed importances.")
         return None
-    measure = get_measure(method)
+    measure = get_method(method)
     measure.bind(method_params)
     return measure
 
@@ -104,7 +104,7 @@ def iter_batch_masking(
         On the model's device.
     target : LongTensor (B,)
         Class explained per row (the gold label in faithfulness curves).
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure; ignored when ``importance`` is given.
     ratios : array-like of float, optional
         Strictly increasing in ``[0, 1]``; default :data:`DEFAULT_RATIOS`.
@@ -208,8 +208,8 @@ def iter_explainer_masking(
         From ``clf.encode``.
     target_idx : array-like of int, shape (n_samples,)
         Class index (into ``clf.classes_``) explained per example.
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
-        Importance measure (see :func:`fmmlearn.importance.get_measure`).
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
+        Importance measure (see :func:`fmmlearn.importance.get_method`).
     ratios : array-like of float, optional
         Default :data:`DEFAULT_RATIOS`.
     recursive : bool, optional

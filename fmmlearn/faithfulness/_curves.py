@@ -13,7 +13,7 @@ from ..datasets import paper_primary_metric
 from ..encoding import collate
 from ..exceptions import FaithfulnessWarning
 from ..explanation import eligible_masks, iter_explainer_masking
-from ..importance import get_measure
+from ..importance import get_method
 from ..masking import fixed_count_masking, maskable_positions
 from ..metrics import get_metric
 from ..modeling import probabilities
@@ -188,7 +188,7 @@ def encoded_curve(clf, encoding, target_idx, method, *, ratios=None, recursive=N
                    **method_params):
     metric = resolve_metric(clf, metric)
     label = (method if isinstance(method, str) else "precomputed") if importances is not None \
-        else get_measure(method).name
+        else get_method(method).name
     _warn_if_unmaskable(clf, encoding, segment)
     steps = iter_explainer_masking(clf, encoding, target_idx, method, ratios, recursive, segment,
                                    importances=importances, random_state=random_state, batch_size=batch_size,
@@ -232,7 +232,7 @@ def faithfulness_curve(
     X : sequence of str, or sentence pairs
     y : array-like of shape (n_samples,)
         Gold labels (values of ``clf.classes_``).
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure: ``rand``, ``grad-l2``, ``grad-l1``,
         ``inp-grad-sign``, ``inp-grad-abs``, ``int-grad-sign``,
         ``int-grad-abs``, ``loo-sign``, ``loo-abs`` or ``beam-sign-K``.  With

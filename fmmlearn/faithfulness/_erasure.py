@@ -34,7 +34,7 @@ from ..encoding import Encoding
 from ..exceptions import FaithfulnessWarning, UncertifiedErasureWarning
 from ..explanation import eligible_masks, finite_scores
 from ..explanation import explain_encoded
-from ..importance import get_measure
+from ..importance import get_method
 from ..importance.precomputed import check_covered, importance_arrays
 from ..masking import mask_top_k
 from ..modeling import probabilities
@@ -184,9 +184,9 @@ def _checked_method(method, importances, method_params: dict):
             raise ValueError(f"with importances, method is only a label (a str), got {type(method).__name__}.")
         return None, "precomputed" if method is None else method
     if method is None:
-        raise ValueError("pass method (an importance measure such as 'loo-sign', see importance_measures()) or "
+        raise ValueError("pass method (an importance measure such as 'loo-sign', see importance_methods()) or "
                          "importances (precomputed scores); got neither.")
-    measure = get_measure(method)
+    measure = get_method(method)
     measure.bind({k: v for k, v in method_params.items() if k not in _FORWARD_OPTIONS})
     return measure, measure.name
 
@@ -446,8 +446,8 @@ def erasure_metrics(
     y : array-like of shape (n_samples,), optional
         Gold labels: their class is the target (ERASER explains the
         prediction; pass no ``y`` for that).
-    method : str, Measure or explainer value (docs/explainers.md), optional
-        Importance measure (:func:`fmmlearn.importance_measures`), computed on
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), optional
+        Importance measure (:func:`fmmlearn.importance_methods`), computed on
         the clean inputs for the target class.  With ``importances`` it is
         only the label of the rows (default ``"precomputed"``).
     importances : optional

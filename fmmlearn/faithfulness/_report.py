@@ -12,7 +12,7 @@ import pandas as pd
 from sklearn.utils._param_validation import validate_params
 
 from ..exceptions import FaithfulnessWarning
-from ..importance import get_measure
+from ..importance import get_method
 from ..utils import (
     StrictInterval, check_ratios, check_segment, derive_seed, gold_targets, mean_ci, positive_int,
     reports_truncation_once, resolve_seed, warn,
@@ -146,7 +146,7 @@ def faithfulness_report(
     >>> report.summary[["method", "racu", "racu_low", "racu_high"]]                             # doctest: +SKIP
     """
     single = isinstance(methods, str) or not isinstance(methods, (list, tuple))
-    measures = [get_measure(m) for m in ([methods] if single else list(methods))]
+    measures = [get_method(m) for m in ([methods] if single else list(methods))]
     if not measures:
         raise ValueError("methods must name at least one importance measure.")
     options = dict(ratios=check_ratios(ratios, endpoints=True), segment=check_segment(segment), metric=metric,

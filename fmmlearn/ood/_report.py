@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
 
 from ..explanation import iter_explainer_masking
-from ..importance import get_measure
+from ..importance import get_method
 from ..utils import (
     check_ratios, check_segment, derive_seed, positive_int, reports_truncation_once, resolve_seed, resolve_targets,
 )
@@ -127,8 +127,8 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
         Examples to mask and score.
     y_test : array-like of shape (len(X_test),)
         Gold labels of ``X_test``: the class whose importance ranks the tokens.
-    method : str, Measure or explainer value (docs/explainers.md), default="rand"
-        Importance measure of the masking (:func:`fmmlearn.importance_measures`);
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="rand"
+        Importance measure of the masking (:func:`fmmlearn.importance_methods`);
         ``"rand"`` masks random tokens, as in the paper's figures.
     ratios : array-like of float, optional
         Masking ratios, strictly increasing in ``[0, 1]``; default
@@ -218,7 +218,7 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     fitted = _in_context("the calibration features of X_calib (masked like the training batches)", partial(
         fit_detector, clf, test_detector, X_calib, X_train=X_train, dist_repeats=dist_repeats, random_state=seed))
     pvalues = _scored_steps(clf, fitted, steps)
-    label = str(method) if "importances" in method_params else get_measure(method).name
+    label = str(method) if "importances" in method_params else get_method(method).name
     report = report_rows(pvalues, fitted, levels, method=label, detector=detector_name(detector))
     if model_name is not None:
         report["model"] = str(model_name)

@@ -42,7 +42,7 @@ class StudyResult:
     racu : pandas.DataFrame
         RACU and ACU of every measure per model and seed, with bootstrap CIs
         over the test examples (``racu_low``/``racu_high``, ...); the
-        baseline is the mean of ``n_baseline`` ``rand`` curves on the same
+        baseline is the mean of ``n_random`` ``rand`` curves on the same
         examples.
     racu_summary : pandas.DataFrame
         Per model and measure, over converged seeds: mean RACU and ACU with
