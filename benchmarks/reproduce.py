@@ -486,7 +486,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", choices=sorted(PLANS), default=list(DEFAULT_DATASETS))
-    parser.add_argument("--measures", nargs="+", default=list(MEASURES + BABI_ONLY),
+    parser.add_argument("--methods", "--measures", dest="measures", nargs="+", default=list(MEASURES + BABI_ONLY),
                         help="importance measures (beam search on bAbI only; int-grad-* with variant='reference')")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1], help="fine-tuning seeds")
     parser.add_argument("--curve-seeds", nargs="+", type=int, default=list(CURVE_SEEDS),
@@ -496,7 +496,8 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, help="fine-tuning epochs of every dataset")
     parser.add_argument("--learning-rate", type=float, help="learning rate of every dataset")
     parser.add_argument("--steps", type=int, default=None, help="masking-ratio steps between 0 and 1 (10)")
-    parser.add_argument("--n-baseline", type=int, default=3, help="rand baseline draws of RACU")
+    parser.add_argument("--n-random", "--n-baseline", dest="n_baseline", type=int, default=3,
+                        help="rand curves averaged into RACU's reference (--n-baseline: the old name)")
     parser.add_argument("--n-bootstrap", type=int, default=2000, help="bootstrap resamples of the tables' CIs")
     parser.add_argument("--model", default="minilm", help="base model (bundled name or directory)")
     parser.add_argument("--precision", default="auto", help="FaithfulTextClassifier precision")
@@ -524,7 +525,7 @@ def parse_args(argv=None):
         try:
             get_method(m)
         except ValueError as exc:
-            parser.error(f"--measures: {exc}")
+            parser.error(f"--methods: {exc}")
     if args.output is None:
         args.output = tempfile.mkdtemp(prefix="fmmlearn-reproduce-quick-") if args.quick else str(RESULTS_DIR)
     if args.cache_dir is None:

@@ -141,11 +141,11 @@ def test_distractor_paragraphs_leave_two_equally_likely_places(generated):
 
 
 def test_majority_class_and_bad_inputs():
-    assert majority_class(["b", "a", "b", "a", "c"], 3).tolist() == ["a", "a", "a"]   # ties: the smallest
+    assert majority_class(["b", "a", "b", "a", "c"], n_samples=3).tolist() == ["a", "a", "a"]   # ties: the smallest
     with pytest.raises(ValueError, match="y_train must be a non-empty 1-D"):
-        majority_class([], 2)
+        majority_class([], n_samples=2)
     with pytest.raises(ValueError, match="'n_samples' parameter of majority_class must be an int"):
-        majority_class(["a"], 1.5)
+        majority_class(["a"], n_samples=1.5)
     with pytest.raises(ValueError, match=r"paragraphs\[1\]: 'Mary took the apple.' is not a bAbI-1 move"):
         question_blind_proba(["Mary went to the garden.", "Mary took the apple."])
     with pytest.raises(TypeError, match="not a single str"):

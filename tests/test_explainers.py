@@ -44,8 +44,8 @@ def loo_callable(fitted_tiny):
 
 
 def _curves(clf, X, y, method, recursive):
-    curve = faithfulness_curve(clf, X, y, method, RATIOS, recursive=recursive)
-    rand = faithfulness_curve(clf, X, y, "rand", RATIOS, random_state=0)
+    curve = faithfulness_curve(clf, X, y, method=method, ratios=RATIOS, recursive=recursive)
+    rand = faithfulness_curve(clf, X, y, method="rand", ratios=RATIOS, random_state=0)
     return curve, racu(curve, rand)
 
 

@@ -49,7 +49,7 @@ def toy_batch(rows, segment_b=()):
 
 def masked_at(batch, target, ratios, method="grad-l2", **kwargs):
     """``{ratio: ids as lists}`` of the toy differentiable model's masking loop."""
-    steps = iter_batch_masking(ToyDifferentiable(), batch, torch.tensor(target), method, ratios,
+    steps = iter_batch_masking(ToyDifferentiable(), batch, torch.tensor(target), method=method, ratios=ratios,
                                mask_token_id=MASK, **kwargs)
     return {r: ids.tolist() for r, ids in steps}
 
@@ -101,7 +101,7 @@ class Counting(ToyDifferentiable):
 
 def test_ratio_one_and_zero_never_call_the_measure():
     model = Counting()
-    list(iter_batch_masking(model, toy_batch([X1]), torch.tensor([0]), "grad-l2", [0.0, 1.0], mask_token_id=MASK))
+    list(iter_batch_masking(model, toy_batch([X1]), torch.tensor([0]), method="grad-l2", ratios=[0.0, 1.0], mask_token_id=MASK))
     assert model.calls == 0
 
 
@@ -109,7 +109,7 @@ def test_recursive_measure_skips_rows_without_new_masks():
     # x2 has one token: floor(r * 1) = 0 below r = 1, so only x1 is explained at the two middle steps.
     model = Counting()
     batch = toy_batch([X1, X2])
-    steps = list(iter_batch_masking(model, batch, torch.tensor([0, 1]), "grad-l2", [0, 0.2, 0.5, 1.0],
+    steps = list(iter_batch_masking(model, batch, torch.tensor([0, 1]), method="grad-l2", ratios=[0, 0.2, 0.5, 1.0],
                                     mask_token_id=MASK))
     assert model.calls == 1  # r=0.2 masks nothing (floor(0.4) = 0), r=0.5 explains x1 alone
     assert steps[2][1].tolist() == [[BOS, MASK, TOKEN, EOS, PAD], X2]
@@ -117,7 +117,7 @@ def test_recursive_measure_skips_rows_without_new_masks():
 
 def test_non_recursive_measure_is_computed_once():
     model = Counting()
-    list(iter_batch_masking(model, toy_batch([X1, X2]), torch.tensor([0, 1]), "grad-l2", None,
+    list(iter_batch_masking(model, toy_batch([X1, X2]), torch.tensor([0, 1]), method="grad-l2", ratios=None,
                             mask_token_id=MASK, recursive=False))
     assert model.calls == 1
 
@@ -134,9 +134,9 @@ def bert(tiny_model_dir):
 def test_masks_grow_and_only_segment_a_is_touched(bert, method):
     model, tokenizer = bert
     batch = make_batch(tokenizer, PAIRS, is_pair=True)
-    eligible = eligible_positions(batch, "first")
+    eligible = eligible_positions(batch, segment="first")
     previous = batch.input_ids
-    steps = list(iter_batch_masking(model, batch, torch.tensor([0, 1]), method, None,
+    steps = list(iter_batch_masking(model, batch, torch.tensor([0, 1]), method=method, ratios=None,
                                     mask_token_id=tokenizer.mask_token_id, generator=torch.Generator().manual_seed(0)))
     assert [r for r, _ in steps] == pytest.approx([k / 10 for k in range(11)])
     n = eligible.sum(dim=1)
@@ -160,7 +160,7 @@ def test_encoding_level_loop_restores_input_order(bert_clf):
     X, y = make_sentiment(20, seed=3, max_words=14)
     encoding = bert_clf.encode(X)
     target = np.array([list(bert_clf.classes_).index(v) for v in y])
-    steps = dict(iter_explainer_masking(bert_clf, encoding, target, "inp-grad-sign", [0, 0.5, 1.0],
+    steps = dict(iter_explainer_masking(bert_clf, encoding, target, method="inp-grad-sign", ratios=[0, 0.5, 1.0],
                                         batch_size=3))
     mask = bert_clf.tokenizer_.mask_token_id
     for i, clean in enumerate(encoding.input_ids):
@@ -194,21 +194,21 @@ def test_curve_frame_format(bag, bag_data, bag_rand):
 
 def test_true_ordering_reaches_the_oracle_and_rand_averages_zero(bag, bag_data, bag_rand):
     X, y = bag_data
-    oracle = faithfulness_curve(bag, X, y, "oracle", importances=bag.true_importances(X, y))
+    oracle = faithfulness_curve(bag, X, y, method="oracle", importances=bag.true_importances(X, y))
     best = racu(oracle, bag_rand)
     assert best > 1  # a signed measure drives accuracy below the fully-masked level
     for method in ("loo-sign", "inp-grad-sign"):  # both equal the true contributions on this model
-        assert racu(faithfulness_curve(bag, X, y, method), bag_rand) == pytest.approx(best)
-    reverse = faithfulness_curve(bag, X, y, "reverse", importances=[-s for s in bag.true_importances(X, y)])
+        assert racu(faithfulness_curve(bag, X, y, method=method), bag_rand) == pytest.approx(best)
+    reverse = faithfulness_curve(bag, X, y, method="reverse", importances=[-s for s in bag.true_importances(X, y)])
     assert racu(reverse, bag_rand) < 0
-    rand = [racu(faithfulness_curve(bag, X, y, "rand", random_state=s), bag_rand) for s in range(1, 9)]
+    rand = [racu(faithfulness_curve(bag, X, y, method="rand", random_state=s), bag_rand) for s in range(1, 9)]
     assert abs(np.mean(rand)) < 0.12 and max(rand) < best / 3
 
 
 def test_loss_curve_rises_and_keeps_the_racu_sign(bag, bag_data, bag_rand):
     X, y = bag_data
-    loo = faithfulness_curve(bag, X, y, "loo-sign", metric="loss")
-    rand = faithfulness_curve(bag, X, y, "rand", metric="log_loss")
+    loo = faithfulness_curve(bag, X, y, method="loo-sign", metric="loss")
+    rand = faithfulness_curve(bag, X, y, method="rand", metric="log_loss")
     assert loo["metric"].iloc[0] == "log_loss" and loo["value"].iloc[5] > loo["value"].iloc[0]
     assert acu(loo, rand) > 0 and racu(loo, rand) > 0  # inferred from the metric column
     assert acu(loo, rand) == pytest.approx(-acu(loo, rand, greater_is_better=True))
@@ -217,7 +217,7 @@ def test_loss_curve_rises_and_keeps_the_racu_sign(bag, bag_data, bag_rand):
 def test_precomputed_formats_equal_the_non_recursive_path(bert_clf):
     X, y = make_sentiment(10, seed=5)
     ratios = [0.0, 0.3, 0.6, 1.0]
-    internal = faithfulness_curve(bert_clf, X, y, "grad-l2", ratios, recursive=False)
+    internal = faithfulness_curve(bert_clf, X, y, method="grad-l2", ratios=ratios, recursive=False)
     frame = explain(bert_clf, X, y, method="grad-l2")
     encoding = bert_clf.encode(X)
     as_list = [np.zeros(n) for n in encoding.lengths]
@@ -227,7 +227,7 @@ def test_precomputed_formats_equal_the_non_recursive_path(bert_clf):
     for i, scores in enumerate(as_list):
         as_array[i, : len(scores)] = scores
     for importances in (frame, as_list, as_array):
-        curve = faithfulness_curve(bert_clf, X, y, "grad-l2", ratios, importances=importances)
+        curve = faithfulness_curve(bert_clf, X, y, method="grad-l2", ratios=ratios, importances=importances)
         pd.testing.assert_frame_equal(curve, internal)
 
 
@@ -342,7 +342,7 @@ def test_check_ratios_defaults_and_endpoints():
     assert check_ratios().tolist() == pytest.approx([k / 10 for k in range(11)])
     assert check_ratios([0.2, 0.4]).tolist() == [0.2, 0.4]
     with pytest.raises(ValueError, match="my_ratios"):
-        check_ratios([0.2, 0.2], "my_ratios")
+        check_ratios([0.2, 0.2], name="my_ratios")
 
 
 # --------------------------------------------------------------------------- report and plot

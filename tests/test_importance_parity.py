@@ -60,7 +60,7 @@ def toy_batch(rows):
 
 def run(model, batch, target, method, eligible=None, **params):
     eligible = batch.attention_mask.bool() if eligible is None else eligible
-    return compute_importance(model, batch, torch.tensor(target), method, mask_token_id=MASK,
+    return compute_importance(model, batch, torch.tensor(target), method=method, mask_token_id=MASK,
                               eligible=eligible, **params)
 
 

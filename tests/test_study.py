@@ -217,10 +217,10 @@ def test_curves_equal_the_public_faithfulness_functions(study_run, toy_data):
     def ours(method, subset):
         return rows[(rows["method"] == method) & (rows["subset"] == subset)].sort_values("ratio")
 
-    draws = [faithfulness_curve(clf, splits.X_test, splits.y_test, "rand", random_state=rand_draw_seed(1, d))
+    draws = [faithfulness_curve(clf, splits.X_test, splits.y_test, method="rand", random_state=rand_draw_seed(1, d))
              for d in range(2)]
     rand = draws[0].assign(value=np.mean([d["value"] for d in draws], axis=0))  # the baseline: mean of the draws
-    grad = faithfulness_curve(clf, splits.X_test, splits.y_test, "inp-grad-sign", random_state=1)
+    grad = faithfulness_curve(clf, splits.X_test, splits.y_test, method="inp-grad-sign", random_state=1)
     for public, method in ((rand, "rand"), (grad, "inp-grad-sign")):
         np.testing.assert_allclose(ours(method, "all")["value"], public["value"])
     np.testing.assert_allclose(ours("inp-grad-sign", "all")["mean_masked_fraction"], grad["mean_masked_fraction"])
@@ -235,7 +235,7 @@ def test_curves_equal_the_public_faithfulness_functions(study_run, toy_data):
     # the loo-sign subset: the public curve on those texts, the rand baseline restricted to them
     idx = result.outcomes.query("model == 'masked' and seed == 1 and method == 'loo-sign' and ratio == 0")["example"]
     X_sub, y_sub = [splits.X_test[i] for i in idx], splits.y_test[idx.to_numpy()]
-    loo = faithfulness_curve(clf, X_sub, y_sub, "loo-sign", random_state=1)
+    loo = faithfulness_curve(clf, X_sub, y_sub, method="loo-sign", random_state=1)
     np.testing.assert_allclose(ours("loo-sign", "random 20")["value"], loo["value"])
 
 
@@ -463,7 +463,7 @@ def test_erasure_metrics_equal_erasure_metrics_certified_by_the_in_distribution_
 
     idx = result.outcomes.query("model == 'plain' and method == 'loo-sign' and ratio == 0")["example"].to_numpy()
     for method in ("loo-sign", "rand"):
-        direct = erasure_metrics(clf, [splits.X_test[i] for i in idx], splits.y_test[idx], method, k=ERASURE_K,
+        direct = erasure_metrics(clf, [splits.X_test[i] for i in idx], splits.y_test[idx], method=method, k=ERASURE_K,
                                  masf=masf, random_state=0, n_bootstrap=999).summary
         ours = result.erasure.query("model == 'plain' and method == @method")
         for column in ("mean", "ci_low", "ci_high", "ood_share", "n_perturbed", "n_examples"):

@@ -12,7 +12,7 @@ from fmmlearn.study._rules import RULES_FILE, comparison_verdict, load_rules, ru
 from fmmlearn.study._stats import mean_over_texts, paired_difference, share_ci
 
 GRID = np.linspace(0, 1, 11)
-SCORE = vectorized_metric("accuracy", ["a", "b"])
+SCORE = vectorized_metric("accuracy", classes=["a", "b"])
 
 
 def _curves(rng, gold, slope, n_seeds=2):

@@ -69,7 +69,7 @@ def test_one_truncation_warning_per_call(short_model, texts, call):
         "score": lambda: clf.score(X, y),  # score calls predict: still one
         "explain": lambda: explain(clf, X, y, method="inp-grad-sign"),
         "explain_method": lambda: clf.explain(X, method="grad-l2", level="word"),
-        "faithfulness_curve": lambda: faithfulness_curve(clf, X, y, "inp-grad-sign", ratios=[0, 0.5, 1]),
+        "faithfulness_curve": lambda: faithfulness_curve(clf, X, y, method="inp-grad-sign", ratios=[0, 0.5, 1]),
         # one encode per curve: 2 baselines + 2 measures, still one warning
         "faithfulness_report": lambda: faithfulness_report(clf, X, y, methods=["grad-l2", "inp-grad-sign"],
                                                            n_repeats=2, ratios=[0, 0.5, 1]),

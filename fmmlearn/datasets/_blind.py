@@ -25,6 +25,7 @@ from sklearn.utils._param_validation import validate_params
 
 from ..utils import StrictInterval, keyword_only
 from .babi import BABI_LOCATIONS
+from ..utils import keyword_only
 
 __all__ = ["BlindPredictor", "blind_predictor", "majority_class", "question_blind_predictions",
            "question_blind_proba"]
@@ -153,9 +154,10 @@ def question_blind_predictions(paragraphs, *, distractors=False) -> np.ndarray:
     return np.asarray(BABI_LOCATIONS)[proba.argmax(axis=1)]
 
 
+@keyword_only
 @validate_params({"n_samples": [StrictInterval(Integral, 0, None, closed="left")]},
                  prefer_skip_nested_validation=True)
-def majority_class(y_train, n_samples: int) -> np.ndarray:
+def majority_class(y_train, *, n_samples: int) -> np.ndarray:
     """``n_samples`` predictions of the most frequent label of ``y_train`` (ties: the smallest label).
 
     Parameters
@@ -170,7 +172,7 @@ def majority_class(y_train, n_samples: int) -> np.ndarray:
 
     Examples
     --------
-    >>> majority_class(["a", "b", "b"], 2).tolist()
+    >>> majority_class(["a", "b", "b"], n_samples=2).tolist()
     ['b', 'b']
     """
     y_train = np.asarray(y_train)
@@ -244,7 +246,7 @@ def blind_predictor(X_train, y_train, X_test, y_test=None, *, dataset_name=None,
         paragraphs = [x[0] if isinstance(x, (tuple, list)) else x for x in X_test]
         predictions, rule = question_blind_predictions(paragraphs, distractors=distractors), "question-blind"
     else:
-        predictions, rule = majority_class(y_train, len(X_test)), "majority class"
+        predictions, rule = majority_class(y_train, n_samples=len(X_test)), "majority class"
     accuracy = None
     if y_test is not None:
         y_test = np.asarray(y_test)

@@ -24,6 +24,7 @@ from ..utils import (SEGMENTS, as_labels, check_segment, label_indices, positive
                      resolve_seed, resolve_targets)
 from ._frames import AGGREGATES, example_table, token_frame, word_frame
 from ._result import Explanation
+from ..utils import keyword_only
 
 __all__ = ["explain", "explain_encoded"]
 
@@ -31,13 +32,13 @@ __all__ = ["explain", "explain_encoded"]
 LEVELS = ("token", "word")
 
 
+@keyword_only
 def explain_encoded(
     clf,
     encoding,
     targets_idx,
-    method="loo-sign",
+    *, method="loo-sign",
     segment: str = "first",
-    *,
     batch_size: int | None = None,
     random_state=None,
     precision: str | None = None,
@@ -100,10 +101,10 @@ def explain_encoded(
     generator = torch.Generator(device="cpu").manual_seed(resolve_seed(random_state, clf.random_state))
 
     def run(idx):
-        batch = collate(encoding, idx, clf.tokenizer_.pad_token_id, input_ids=input_ids).to(device)
+        batch = collate(encoding, idx, pad_token_id=clf.tokenizer_.pad_token_id, input_ids=input_ids).to(device)
         return compute_importance(
-            clf.model_, batch, torch.as_tensor(targets_idx[idx], device=device), measure,
-            mask_token_id=clf.tokenizer_.mask_token_id, eligible=eligible_positions(batch, segment),
+            clf.model_, batch, torch.as_tensor(targets_idx[idx], device=device), method=measure,
+            mask_token_id=clf.tokenizer_.mask_token_id, eligible=eligible_positions(batch, segment=segment),
             generator=generator, autocast_dtype=dtype, internal_batch_size=internal_batch_size, **method_params,
         )
 
@@ -111,6 +112,7 @@ def explain_encoded(
                        verbose=getattr(clf, "verbose", 0), generator=generator)
 
 
+@keyword_only
 @reports_truncation_once
 @validate_params(
     {"segment": [StrOptions(set(SEGMENTS))], "level": [StrOptions(set(LEVELS))],
@@ -121,7 +123,7 @@ def explain(
     clf,
     X,
     y=None,
-    method="loo-sign",
+    *, method="loo-sign",
     target=None,
     segment: str = "first",
     level: str = "token",
@@ -215,11 +217,11 @@ def explain(
     if y is not None:
         gold_idx = targets_idx if target is None else label_indices(clf.classes_, as_labels(y, len(encoding), "y"),
                                                                     "y")
-    scores = explain_encoded(clf, encoding, targets_idx, measure, segment, batch_size=batch_size,
+    scores = explain_encoded(clf, encoding, targets_idx, method=measure, segment=segment, batch_size=batch_size,
                              random_state=random_state, **options, **method_params)
-    frame = token_frame(clf, encoding, scores, targets_idx, measure.name, segment)
+    frame = token_frame(clf, encoding, scores, targets_idx, method=measure.name, segment=segment)
     if level == "word":
-        frame = word_frame(frame, encoding, aggregate)
+        frame = word_frame(frame, encoding, aggregate=aggregate)
     # an explainer's signedness may have been inferred on the first batch just now
     measure = get_method(measure.explainer) if measure.explainer is not None else measure
-    return Explanation(frame, examples=example_table(clf, encoding, logits, gold_idx, measure))
+    return Explanation(frame, examples=example_table(clf, encoding, logits, gold_idx, measure=measure))

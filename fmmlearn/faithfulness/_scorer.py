@@ -35,7 +35,7 @@ def _baseline_values(clf, encoding, target_idx, seeds, **options) -> pd.DataFram
 
 
 def _has_eligible(clf, encoding, segment: str) -> bool:
-    eligible, _ = eligible_masks(clf, encoding, segment)
+    eligible, _ = eligible_masks(clf, encoding, segment=segment)
     return any(e.any() for e in eligible)
 
 
@@ -179,7 +179,7 @@ def make_faithfulness_scorer(
         get_metric(metric)
     grid = tuple(check_ratios(ratios, endpoints=True).tolist())
     check_segment(segment)
-    resolve_recursive(measure, recursive, False)
+    resolve_recursive(measure, recursive=recursive, precomputed=False)
     resolve_seed(random_state, 0)
     # an explainer value is kept as given (it pickles where it can); a built-in measure by its name
     return _FaithfulnessScorer(measure.name if measure.explainer is None else method, metric, grid, bool(relative), int(n_random), random_state, segment,

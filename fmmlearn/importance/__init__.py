@@ -22,6 +22,7 @@ from ..utils import renamed_attributes
 from ._utils import Problem, inference_context
 from .external import CallableExplainer, CaptumExplainer, Explainer, as_explainer
 from .registry import METHOD_NAMES, RENAMED, ImportanceMethod, get_method, importance_methods
+from ..utils import keyword_only
 
 __all__ = ["METHOD_NAMES", "CallableExplainer", "CaptumExplainer", "Explainer", "ImportanceMethod", "Problem",
            "as_explainer", "compute_importance", "get_method", "importance_methods"]
@@ -39,12 +40,12 @@ def _check_shapes(batch: Batch, target: torch.Tensor, eligible: torch.Tensor) ->
                          f"{getattr(eligible, 'dtype', type(eligible).__name__)} {tuple(getattr(eligible, 'shape', ()))}.")
 
 
+@keyword_only
 def compute_importance(
     model: torch.nn.Module,
     batch: Batch,
     target: torch.Tensor,
-    method,
-    *,
+    *, method,
     mask_token_id: int,
     eligible: torch.Tensor,
     generator: torch.Generator | None = None,
@@ -103,7 +104,7 @@ def compute_importance(
 
     Examples
     --------
-    >>> scores = compute_importance(model, batch, target, "loo-sign",      # doctest: +SKIP
+    >>> scores = compute_importance(model, batch, target, method="loo-sign",  # doctest: +SKIP
     ...                             mask_token_id=tokenizer.mask_token_id,
     ...                             eligible=eligible_positions(batch))
     """

@@ -39,7 +39,11 @@ def _frozen_dict(values) -> MappingProxyType:
 
 @dataclass(frozen=True)
 class StudySettings:
-    """Everything a study's stages read, resolved and checked (see :class:`~fmmlearn.study.FaithfulnessStudy`)."""
+    """Everything a study's stages read, resolved and checked (see :class:`~fmmlearn.study.FaithfulnessStudy`).
+
+    ``measures``, ``measure_params`` and ``n_baseline`` hold the study's ``methods``, ``method_params`` and
+    ``n_random``: the fields keep their first names, as the metadata of saved studies does.
+    """
 
     model: object
     masking_ratios: tuple
@@ -167,7 +171,7 @@ def _checked_erasure(erasure, erasure_k, measures) -> tuple[tuple, tuple]:
     from ..faithfulness import check_k
     from ..importance import get_method
 
-    grid = tuple(float(v) for v in check_k(erasure_k, "erasure_k"))
+    grid = tuple(float(v) for v in check_k(erasure_k, name="erasure_k"))
     if erasure is None:
         return (), grid
     auto = isinstance(erasure, str) and erasure == "auto"
@@ -244,7 +248,7 @@ def _checked_options(study) -> StudySettings:
         raise option_error("masking_ratios", f"every ratio must lie in [0, 1], got {masking}.")
     seeds = int_list(study.seeds, "seeds")
     measures = _checked_measures(renamed_parameter(study, "measures", "methods"))
-    grid = check_ratios(study.ratios, "ratios", endpoints=True)
+    grid = check_ratios(study.ratios, name="ratios", endpoints=True)
     grid.flags.writeable = False
     metric = None if study.metric is None else label_metric(get_metric, study.metric)
     params = _checked_measure_params(renamed_parameter(study, "measure_params", "method_params"), measures)

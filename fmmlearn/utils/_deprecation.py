@@ -54,6 +54,7 @@ def keyword_only(func=None, *, version: str = REMOVED_IN):
              f"from fmmlearn {version} options after the data arguments are keyword-only.", FutureWarning)
         return func(*args[:len(positional)], **dict(zip(names, args[len(positional):])), **kwargs)
 
+    wrapper.__keyword_only__ = True
     return wrapper
 
 

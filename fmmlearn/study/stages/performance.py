@@ -93,7 +93,7 @@ class PerformanceStage(Stage):
         payloads = {job.run: payload for job, payload in results.items()}
         first = payloads[settings.runs[0]]
         gold, classes, lengths = first["gold"], np.asarray(first["classes"]), first["lengths"]
-        score = vectorized_metric(settings.metric, classes)
+        score = vectorized_metric(settings.metric, classes=classes)
         blind_name, blind_labels = blind_predictions(context["splits"])
         blind = label_indices(classes, blind_labels, "the blind predictor's predictions")
         frame = self._frame(settings, payloads, gold, score, context["fit_info"], (blind_name, blind))
