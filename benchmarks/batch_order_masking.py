@@ -47,7 +47,8 @@ def replay(encoding, tokenizer, group_by_length: bool, epochs: int, seed: int = 
     in_masked_half = np.zeros(n)
     masked_share, masked_len = [], []
     half_means, padding, real = [], 0, 0
-    sampler = training_batch_sampler(lengths, batch_size=BATCH_SIZE, generator=np.random.default_rng(seed), group_by_length=group_by_length)
+    sampler = training_batch_sampler(lengths, batch_size=BATCH_SIZE, generator=np.random.default_rng(seed),
+                                     group_by_length=group_by_length)
     generator = torch.Generator().manual_seed(seed)
     for _ in range(epochs):
         epoch_means = []

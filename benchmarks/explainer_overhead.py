@@ -115,7 +115,8 @@ def main(argv=None):
                         "batch_size": args.batch_size, "methods": {}}
     for name, (cls, options) in METHODS.items():
         explainer = CaptumExplainer(cls, **options)
-        sides = {"wrapper": lambda: explain_encoded(clf, encoding, targets, method=explainer, batch_size=args.batch_size),
+        sides = {"wrapper": lambda: explain_encoded(clf, encoding, targets, method=explainer,
+                                                    batch_size=args.batch_size),
                  "direct": lambda: direct(clf, encoding, targets, cls, options, args.batch_size)}
         timed = interleaved(sides, repeats, warm_up=True)
         diff = max(float(np.abs(a - b).max()) for a, b in zip(timed["wrapper"]["result"], timed["direct"]["result"]))

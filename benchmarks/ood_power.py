@@ -89,10 +89,12 @@ def feature_sets(clf, data, other_texts, seed, n_neg):
                                                                     pooling=POOLINGS)
             with placeholder_inputs(clf.model_, placeholder=placeholder):
                 sets[f"{kind} {ratio:.1f}"] = hidden_state_features(
-                    clf, encoding=test, input_ids=placeholder_ids(ids, test.input_ids, mask_token_id=mask_id, placeholder=placeholder),
+                    clf, encoding=test, input_ids=placeholder_ids(ids, test.input_ids, mask_token_id=mask_id,
+                                                                  placeholder=placeholder),
                     pooling=POOLINGS)
     sets["random tokens"] = hidden_state_features(clf, encoding=test, pooling=POOLINGS,
-                                                  input_ids=random_token_ids(clf, test, seed=derive_seed(seed, 6), segment="first"))
+                                                  input_ids=random_token_ids(clf, test, seed=derive_seed(seed, 6),
+                                                                             segment="first"))
     sets["other domain"] = hidden_state_features(clf, other_texts, pooling=POOLINGS)
     return sets, groups, time.perf_counter() - started
 

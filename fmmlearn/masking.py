@@ -218,7 +218,8 @@ def apply_masking_strategy(
         selected = torch.rand(rows, generator=generator, device=input_ids.device) < 0.5
     else:
         raise ValueError(f"strategy must be one of {MASKING_STRATEGIES}, got {strategy!r}.")
-    return random_max_masking(input_ids, maskable & selected[:, None], max_ratio=max_ratio, mask_token_id=mask_token_id, generator=generator)
+    return random_max_masking(input_ids, maskable & selected[:, None], max_ratio=max_ratio,
+                              mask_token_id=mask_token_id, generator=generator)
 
 
 def mask_training_batch(

@@ -143,7 +143,8 @@ def test_labels_are_the_six_locations_in_paper_order(generated):
 
 
 def test_story_lengths_resemble_babi():
-    lengths = {task: [len(parse(p)) for p, _ in make_babi(task, n_samples=500, random_state=0).data] for task in (1, 2, 3)}
+    lengths = {task: [len(parse(p)) for p, _ in make_babi(task, n_samples=500, random_state=0).data]
+               for task in (1, 2, 3)}
     assert max(lengths[1]) == 10 and min(lengths[1]) == 2  # 5 questions, one every 2 statements
     assert np.mean(lengths[1]) < np.mean(lengths[2]) < np.mean(lengths[3])
 
@@ -215,7 +216,8 @@ def bunch_digest(bunch):
 def test_default_output_is_byte_for_byte_what_it_was(which):
     from fmmlearn.datasets import load_babi
 
-    bunch = load_babi(1, split="test") if isinstance(which, str) else make_babi(which, n_samples=2000, random_state=which)
+    bunch = load_babi(1, split="test") if isinstance(which, str) else make_babi(which, n_samples=2000,
+                                                                                random_state=which)
     assert bunch_digest(bunch) == DEFAULT_DIGESTS[which]
     assert bunch_digest(make_babi(1, n_samples=300, random_state=5, distractors=False)) == bunch_digest(
         make_babi(1, n_samples=300, random_state=5))
@@ -357,7 +359,8 @@ def babi_text(stories):
 @pytest.fixture(scope="module")
 def facebook_like():
     """50 train and 10 test examples of task 2, as the generator makes them (the expected result)."""
-    return {"train": make_babi(2, n_samples=50, random_state=11).frame, "test": make_babi(2, n_samples=10, random_state=12).frame}
+    return {"train": make_babi(2, n_samples=50, random_state=11).frame,
+            "test": make_babi(2, n_samples=10, random_state=12).frame}
 
 
 def assert_same_examples(bunch, frame):
@@ -429,7 +432,8 @@ def test_facebook_in_the_hubs_parquet_layout(tmp_path, facebook_like):
         hub_dataset(babi_stories(frame)).to_parquet(str(path))
     test = load_babi(2, split="test", source="facebook", data_dir=tmp_path)
     assert_same_examples(test, facebook_like["test"])
-    files = load_babi(2, split="test", data_files={"test": str(tmp_path / "en-10k-qa2" / "test-00000-of-00001.parquet")})
+    files = load_babi(2, split="test",
+                      data_files={"test": str(tmp_path / "en-10k-qa2" / "test-00000-of-00001.parquet")})
     assert_same_examples(files, facebook_like["test"])  # local files mean Facebook's data
 
 

@@ -58,7 +58,8 @@ def test_shard_batches_gives_each_batch_to_one_process_and_balances_padded_token
 
 
 def test_split_training_batches_shares_an_epoch_disjointly_in_equal_steps():
-    batches = length_grouped_batches(np.arange(23) % 7 + 3, batch_size=4, shuffle=True, generator=np.random.default_rng(1))
+    batches = length_grouped_batches(np.arange(23) % 7 + 3, batch_size=4, shuffle=True,
+                                     generator=np.random.default_rng(1))
     assert len(batches) == 6
     shares = split_training_batches(batches, 4)  # one round of 4, then 2 batches (7 examples) re-cut in 4
     assert [len(s) for s in shares] == [2] * 4

@@ -101,7 +101,8 @@ class Counting(ToyDifferentiable):
 
 def test_ratio_one_and_zero_never_call_the_measure():
     model = Counting()
-    list(iter_batch_masking(model, toy_batch([X1]), torch.tensor([0]), method="grad-l2", ratios=[0.0, 1.0], mask_token_id=MASK))
+    list(iter_batch_masking(model, toy_batch([X1]), torch.tensor([0]), method="grad-l2", ratios=[0.0, 1.0],
+                            mask_token_id=MASK))
     assert model.calls == 0
 
 
@@ -180,7 +181,7 @@ def bag_data():
 
 @pytest.fixture(scope="module")
 def bag_rand(bag, bag_data):
-    return faithfulness_curve(bag, *bag_data, "rand")
+    return faithfulness_curve(bag, *bag_data, method="rand")
 
 
 def test_curve_frame_format(bag, bag_data, bag_rand):

@@ -264,11 +264,11 @@ def test_vectorised_areas_equal_acu_and_racu():
     rng = np.random.default_rng(0)
     grid = np.linspace(0, 1, 11)
     curves, baselines = rng.random((5, 11)), rng.random((5, 11))
-    ours_acu, ours_racu, ours_area = area_metrics(curves, baselines, grid)
+    ours_acu, ours_racu, ours_area = area_metrics(curves, baselines, grid=grid)
     for c, b, a, r, m in zip(curves, baselines, ours_acu, ours_racu, ours_area):
         assert a == pytest.approx(acu(c, b)) and r == pytest.approx(racu(c, b))
         assert m == pytest.approx(acu(np.full(11, b[-1]), b))  # the area between the baseline and its end
-    assert np.isnan(area_metrics(curves[:1], np.ones((1, 11)), grid)[1][0])  # flat baseline: RACU undefined
+    assert np.isnan(area_metrics(curves[:1], np.ones((1, 11)), grid=grid)[1][0])  # flat baseline: RACU undefined
 
 
 def test_most_faithful_is_the_best_acu_that_no_comparison_puts_behind():
@@ -289,7 +289,7 @@ def test_example_bootstrap_of_accuracy_matches_a_direct_computation():
     rng = np.random.default_rng(1)
     gold = rng.integers(0, 3, 60)
     pred = np.where(rng.random(60) < 0.7, gold, (gold + 1) % 3)
-    score = score_function(get_metric("accuracy"), np.array(["a", "b", "c"]))
+    score = score_function(get_metric("accuracy"), classes=np.array(["a", "b", "c"]))
     point, low, high = example_ci(score, pred[None], gold, n_resamples=2000)
     assert point == pytest.approx((pred == gold).mean())
     se = np.sqrt(point * (1 - point) / len(gold))  # the normal approximation, for scale only
@@ -307,7 +307,7 @@ def test_vectorised_paper_metrics_equal_the_registry_metrics(name):
     gold = rng.integers(0, 3, 30)
     pred = rng.integers(0, 4, (2, 5, 30))
     pred[0, 0] = gold  # a perfect row
-    ours = score_function(get_metric(name), classes)(pred, gold)
+    ours = score_function(get_metric(name), classes=classes)(pred, gold)
     metric = get_metric(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # sklearn: "y_pred contains classes not in y_true"

@@ -103,7 +103,7 @@ def test_calls_outside_a_public_call_still_warn_each_time(short_model, texts):
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always")
         clf.encode(X)
-        clf.encode(X, "X_other")
+        clf.encode(X, name="X_other")
         encode(clf.tokenizer_, X, is_pair=False, max_length=MAX_LENGTH)
     messages = [str(w.message) for w in _truncations(records)]
     assert len(messages) == 3 and messages[1].startswith("X_other: 2 of 8")

@@ -63,7 +63,8 @@ def random_masker(max_ratio: float, mask_token_id: int, seed: int) -> Callable:
 
     def mask(batch):
         maskable = maskable_positions(batch.attention_mask, batch.special_tokens_mask)
-        return random_max_masking(batch.input_ids, maskable, max_ratio=max_ratio, mask_token_id=mask_token_id, generator=generator)
+        return random_max_masking(batch.input_ids, maskable, max_ratio=max_ratio, mask_token_id=mask_token_id,
+                                  generator=generator)
 
     return mask
 

@@ -253,7 +253,8 @@ def iter_explainer_masking(
         raise ValueError(f"target_idx must have shape ({len(encoding)},), got {targets.shape}.")
     scores = None
     if precomputed:
-        scores = check_covered(importance_arrays(importances, encoding), eligible_masks(clf, encoding, segment=segment)[0])
+        eligible = eligible_masks(clf, encoding, segment=segment)[0]
+        scores = check_covered(importance_arrays(importances, encoding), eligible)
     if batch_size is None:
         batch_size = clf.batch_size if measure is not None and measure.uses_gradients else clf.inference_batch_size_
     tokenizer = clf.tokenizer_

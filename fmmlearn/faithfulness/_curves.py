@@ -135,7 +135,8 @@ def step_outcomes(clf, encoding, steps, *, segment: str) -> tuple[list, list]:
         Per step, :func:`masked_fractions`.
     """
     id_sets = [ids for _, ids in steps]
-    return step_logits(clf, encoding, id_sets), [masked_fractions(clf, encoding, ids, segment=segment) for ids in id_sets]
+    return step_logits(clf, encoding, id_sets), [masked_fractions(clf, encoding, ids, segment=segment)
+                                                for ids in id_sets]
 
 
 def _metric_value(metric, clf, y_true, logits: np.ndarray) -> float:
@@ -193,7 +194,8 @@ def encoded_curve(clf, encoding, target_idx, method, *, ratios=None, recursive=N
     label = (method if isinstance(method, str) else "precomputed") if importances is not None \
         else get_method(method).name
     _warn_if_unmaskable(clf, encoding, segment)
-    steps = iter_explainer_masking(clf, encoding, target_idx, method=method, ratios=ratios, recursive=recursive, segment=segment,
+    steps = iter_explainer_masking(clf, encoding, target_idx, method=method, ratios=ratios, recursive=recursive,
+                                   segment=segment,
                                    importances=importances, random_state=random_state, batch_size=batch_size,
                                    **method_params)
     return _curve_frame(clf, encoding, clf.classes_[target_idx], steps, metric, label, segment, endpoints)
@@ -315,7 +317,8 @@ def _iter_random_masking(clf, encoding, grid, seed: int) -> Iterator[tuple[float
     maskable = maskable_positions(batch.attention_mask, batch.special_tokens_mask)
     generator = torch.Generator(device="cpu").manual_seed(seed)
     for ratio in grid.tolist():
-        ids = fixed_count_masking(batch.input_ids, maskable, ratio=ratio, mask_token_id=clf.tokenizer_.mask_token_id, generator=generator).numpy()
+        ids = fixed_count_masking(batch.input_ids, maskable, ratio=ratio, mask_token_id=clf.tokenizer_.mask_token_id,
+                                  generator=generator).numpy()
         yield ratio, [ids[i, :n] for i, n in enumerate(encoding.lengths)]
 
 

@@ -265,7 +265,8 @@ def _rationales(scores: list, eligible: list, k: float) -> list:
     allowed = _padded(eligible, False, bool)
     importance = finite_scores(_padded([np.nan_to_num(s, nan=0.0) for s in scores], 0.0, np.float64))
     sentinel = -1  # an id no token has: nothing counts as "already masked"
-    hit = mask_top_k(torch.zeros_like(allowed, dtype=torch.long), importance, allowed, ratio=k, mask_token_id=sentinel) == sentinel
+    hit = mask_top_k(torch.zeros_like(allowed, dtype=torch.long), importance, allowed, ratio=k,
+                     mask_token_id=sentinel) == sentinel
     return [np.flatnonzero(row[: len(e)]) for row, e in zip(hit.numpy(), eligible)]
 
 
@@ -550,7 +551,7 @@ def erasure_metrics(
     if X_calib is not None:
         masf = MaSF(random_state=seed) if masf is None else clone(masf)
         calib = X_calib
-        _check_calibration_size(masf, len(clf.encode(X_calib, "X_calib")))
+        _check_calibration_size(masf, len(clf.encode(X_calib, name="X_calib")))
     certified = masf is not None
     if not certified:
         warn("no X_calib or fitted masf: the erasure metrics are not certified in-distribution "

@@ -63,7 +63,8 @@ class _ErasureScorer:
         with warnings.catch_warnings():
             # Without X_calib the scorer does not certify (documented); empty k are reported below as NaN.
             warnings.simplefilter("ignore", FaithfulnessWarning)
-            report = erasure_metrics(estimator, X, y, method=self.method, k=self.k, mode=self.mode, removal=self.removal,
+            report = erasure_metrics(estimator, X, y, method=self.method, k=self.k, mode=self.mode,
+                                     removal=self.removal,
                                      segment=self.segment, X_calib=self.X_calib, alpha=self.alpha,
                                      max_invalid_factor=self.max_invalid_factor, n_bootstrap=0,
                                      random_state=self.random_state, **self.method_params)

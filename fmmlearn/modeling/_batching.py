@@ -151,7 +151,8 @@ def map_batches(fn: Callable, lengths, batch_size: int, *, ragged: bool = False,
             else:
                 out[idx] = part
 
-    batches, split = batches_for_this_process(length_grouped_batches(lengths, batch_size=batch_size), lengths, what=desc)
+    batches, split = batches_for_this_process(length_grouped_batches(lengths, batch_size=batch_size), lengths,
+                                              what=desc)
     seed = None if generator is None else generator.initial_seed()
     mine = []  # this process's (indices, rows) when the batches are split across processes
     with progress_bar(sum(map(len, batches)), desc, verbose and is_main_process()) as bar:

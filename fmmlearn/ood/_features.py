@@ -272,7 +272,7 @@ def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, poo
     >>> masf = MaSF().fit(features, groups=groups)                             # doctest: +SKIP
     >>> masf.pvalues(hidden_state_features(clf, X_test))                       # doctest: +SKIP
     """
-    encoding = clf.encode(X_calib, "X_calib")
+    encoding = clf.encode(X_calib, name="X_calib")
     features = _masked_features(clf, encoding, dist_repeats, random_state, batch_size, dtype, pooling=pooling)
     return (features, calibration_groups(len(encoding), dist_repeats=dist_repeats)) if return_groups else features
 

@@ -210,7 +210,7 @@ def in_distribution_report(clf, X_calib, X_test, y_test, *, method="rand", ratio
     levels = _check_thresholds(thresholds)
     seed = resolve_seed(random_state, clf.random_state)
     test_detector = _checked_detector(detector, calibration, fold_fractions, seed)
-    calib = clf.encode(X_calib, "X_calib")
+    calib = clf.encode(X_calib, name="X_calib")
     if isinstance(test_detector, MaSF) and X_train is None:
         _check_calibration_size(len(calib), dist_repeats, calibration, fold_fractions)
     if y_test is None:
@@ -233,9 +233,10 @@ def _masked_steps(clf, X_test, y_test, method, ratios, segment, seed, *, recursi
     """``(encoding, [(ratio, masked ids), ...])`` of the explainer-masked test set."""
     grid = check_ratios(ratios)
     check_segment(segment)
-    test = clf.encode(X_test, "X_test")
+    test = clf.encode(X_test, name="X_test")
     target_idx = _in_context("y_test (the gold labels of X_test)", resolve_targets, clf, test, y_test)
-    return test, list(iter_explainer_masking(clf, test, target_idx, method=method, ratios=grid, recursive=recursive, segment=segment,
+    return test, list(iter_explainer_masking(clf, test, target_idx, method=method, ratios=grid, recursive=recursive,
+                                             segment=segment,
                                              random_state=seed, batch_size=batch_size, **method_params))
 
 
@@ -292,7 +293,8 @@ def masked_set_features(clf, encoding, steps, *, pooling="max", placeholder=None
         if placeholder is None:
             out.append((ratio, hidden_state_features(clf, encoding=encoding, input_ids=ids, pooling=pooling)))
         elif ratio > 0:
-            swapped = placeholder_ids(ids, encoding.input_ids, mask_token_id=clf.tokenizer_.mask_token_id, placeholder=placeholder)
+            swapped = placeholder_ids(ids, encoding.input_ids, mask_token_id=clf.tokenizer_.mask_token_id,
+                                      placeholder=placeholder)
             with placeholder_inputs(clf.model_, placeholder=placeholder):
                 out.append((ratio, hidden_state_features(clf, encoding=encoding, input_ids=swapped, pooling=pooling)))
     return out

@@ -53,7 +53,7 @@ class _InDistributionScorer:
             raise ValueError(f"X has {len(X)} texts; the in-distribution scorer needs at least 5 (about 50 before "
                              "its test can flag anything at level 0.05): a calibration part and a test part.")
         calib, test = order[:n_calib], order[n_calib:]
-        encoding = estimator.encode([X[i] for i in calib], "X")
+        encoding = estimator.encode([X[i] for i in calib], name="X")
         detector = make_detector(self.detector, random_state=seed)
         features = _masked_features(estimator, encoding, self.dist_repeats, seed, pooling=detector.pooling)
         detector.fit(features, groups=calibration_groups(len(encoding), dist_repeats=self.dist_repeats))

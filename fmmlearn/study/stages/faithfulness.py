@@ -252,7 +252,8 @@ class FaithfulnessStage(Stage):
         X = [sp.X_test[i] for i in idx]
         encoding = clf.encode(X)
         gold = label_indices(clf.classes_, sp.y_test[list(idx)], "y_test")
-        steps = list(iter_explainer_masking(clf, encoding, gold, method=method, ratios=list(grid), recursive=None, segment=segment,
+        steps = list(iter_explainer_masking(clf, encoding, gold, method=method, ratios=list(grid), recursive=None,
+                                            segment=segment,
                                             random_state=seed, **dict(params)))
         logits, fractions = step_outcomes(clf, encoding, steps, segment=segment)
         preds, probas = zip(*(gold_outcomes(step, gold) for step in logits))

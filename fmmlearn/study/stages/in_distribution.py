@@ -25,7 +25,7 @@ def random_token_ids(clf, encoding, seed: int, segment: str) -> list:
     """Per example, its ids with every maskable token random (:func:`fmmlearn.ood.random_token_ids`)."""
     from ...ood import random_token_ids as ids
 
-    return ids(clf, encoding, seed, segment)
+    return ids(clf, encoding, seed=seed, segment=segment)
 
 
 class InDistributionStage(Stage):
