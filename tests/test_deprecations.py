@@ -18,6 +18,7 @@ RENAMED = [
     ("fmmlearn.importance.registry", "Measure", "ImportanceMethod"),
     ("fmmlearn.datasets", "blind_baseline", "blind_predictor"),
     ("fmmlearn.datasets", "BlindBaseline", "BlindPredictor"),
+    ("fmmlearn.datasets._blind", "BlindBaseline", "BlindPredictor"),
 ]
 
 
@@ -49,3 +50,12 @@ def test_a_renamed_study_parameter_stays_in_the_signature_and_warns_where_it_is_
         assert renamed_parameter(FaithfulnessStudy(**{new: value}), old, new) == value
     with pytest.raises(ValueError, match=f"give {new}= only"):
         renamed_parameter(FaithfulnessStudy(**{old: value, new: value}), old, new)
+
+
+def test_run_uses_the_old_parameter_with_a_warning(tiny_model_dir):
+    from helpers.data import make_sentiment
+
+    study = FaithfulnessStudy(tiny_model_dir, measures=["rand", "no-such-method"], device="cpu", verbose=0)
+    with pytest.warns(FutureWarning, match=r"measures=\.\.\.\) is deprecated"), \
+            pytest.raises(ValueError, match="no-such-method"):  # the old parameter's value is the one checked
+        study.run(*make_sentiment(60, seed=0))

@@ -48,5 +48,4 @@ __all__ = sorted([*_blind.__all__, *_bundled.__all__, "train_test_split_bunch", 
 
 #: Renamed (issue 36): "baseline" is kept for Captum's integrated-gradients start; old names still work, with a
 #: FutureWarning.
-__getattr__ = renamed_attributes(__name__, {"BlindBaseline": "BlindPredictor", "blind_baseline": "blind_predictor"},
-                                 globals())
+__getattr__ = renamed_attributes(__name__, _blind.RENAMED, globals())

@@ -23,7 +23,7 @@ import numpy as np
 from sklearn.dummy import DummyClassifier
 from sklearn.utils._param_validation import validate_params
 
-from ..utils import StrictInterval, keyword_only
+from ..utils import StrictInterval, keyword_only, renamed_attributes
 from .babi import BABI_LOCATIONS
 from ..utils import keyword_only
 
@@ -254,3 +254,9 @@ def blind_predictor(X_train, y_train, X_test, y_test=None, *, dataset_name=None,
             raise ValueError(f"y_test has {len(y_test)} labels but X_test {len(predictions)} examples.")
         accuracy = float(np.mean(predictions == y_test))
     return BlindPredictor(predictions=predictions, rule=rule, accuracy=accuracy)
+
+
+#: Old names (issue 36) -> new names; they still work (pickles too), with a FutureWarning.
+RENAMED = {"BlindBaseline": "BlindPredictor", "blind_baseline": "blind_predictor"}
+
+__getattr__ = renamed_attributes(__name__, RENAMED, globals())
