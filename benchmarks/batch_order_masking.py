@@ -47,12 +47,13 @@ def replay(encoding, tokenizer, group_by_length: bool, epochs: int, seed: int = 
     in_masked_half = np.zeros(n)
     masked_share, masked_len = [], []
     half_means, padding, real = [], 0, 0
-    sampler = training_batch_sampler(lengths, BATCH_SIZE, np.random.default_rng(seed), group_by_length=group_by_length)
+    sampler = training_batch_sampler(lengths, batch_size=BATCH_SIZE, generator=np.random.default_rng(seed),
+                                     group_by_length=group_by_length)
     generator = torch.Generator().manual_seed(seed)
     for _ in range(epochs):
         epoch_means = []
         for idx in sampler:
-            batch = collate(encoding, idx, tokenizer.pad_token_id)
+            batch = collate(encoding, idx, pad_token_id=tokenizer.pad_token_id)
             ids = mask_training_batch(batch, strategy="half-det", max_ratio=1.0, mask_token_id=tokenizer.mask_token_id,
                                       generator=generator)
             maskable = maskable_positions(batch.attention_mask, batch.special_tokens_mask)

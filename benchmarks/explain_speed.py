@@ -112,7 +112,7 @@ def agreement(ours, theirs, masks) -> dict:
 
 def ours(clf, encoding, targets, method, precision="fp32"):
     params = {"n_steps": N_STEPS} if method == "int-grad-sign" else {}
-    return explain_encoded(clf, encoding, targets, method, precision=precision, **params)
+    return explain_encoded(clf, encoding, targets, method=method, precision=precision, **params)
 
 
 def captum(clf, encoding, targets, method, batch_size):
@@ -128,8 +128,8 @@ def captum(clf, encoding, targets, method, batch_size):
         return model(inputs_embeds=embeds, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
 
     out = [None] * len(encoding)
-    for idx in length_grouped_batches(encoding.lengths, batch_size):
-        batch = collate(encoding, idx, tokenizer.pad_token_id)
+    for idx in length_grouped_batches(encoding.lengths, batch_size=batch_size):
+        batch = collate(encoding, idx, pad_token_id=tokenizer.pad_token_id)
         eligible = eligible_positions(batch)
         target = torch.as_tensor(targets[idx])
         args = (batch.attention_mask, batch.token_type_ids)
@@ -177,8 +177,8 @@ def loo_bound_inputs(clf, encoding, layout: str) -> list:
     """The rows our LOO evaluates (clean + one masked copy per explained token), laid out in passes."""
     tokens, mask_id = _tokens_per_forward(clf), clf.tokenizer_.mask_token_id
     passes = []
-    for idx in length_grouped_batches(encoding.lengths, clf.inference_batch_size_):
-        batch = collate(encoding, idx, clf.tokenizer_.pad_token_id)
+    for idx in length_grouped_batches(encoding.lengths, batch_size=clf.inference_batch_size_):
+        batch = collate(encoding, idx, pad_token_id=clf.tokenizer_.pad_token_id)
         examples, positions = torch.nonzero(eligible_positions(batch) & (batch.input_ids != mask_id), as_tuple=True)
         example_of_row = torch.cat([torch.arange(len(idx)), examples])
         ids = batch.input_ids[example_of_row].clone()
@@ -209,8 +209,8 @@ def gradient_bound_inputs(clf, encoding, targets, method) -> list:
     steps = N_STEPS if method == "int-grad-sign" else 1
     embed = model.get_input_embeddings()
     passes = []
-    for idx in length_grouped_batches(encoding.lengths, clf.batch_size):
-        batch = collate(encoding, idx, clf.tokenizer_.pad_token_id)
+    for idx in length_grouped_batches(encoding.lengths, batch_size=clf.batch_size):
+        batch = collate(encoding, idx, pad_token_id=clf.tokenizer_.pad_token_id)
         example_of_row = torch.arange(len(idx)).repeat_interleave(steps)
         with torch.no_grad():
             e = embed(batch.input_ids)
@@ -299,7 +299,7 @@ def beam_cost(clf, encoding, counts, wanted, width=10) -> list:
             i = int(np.argmin(np.abs(counts - n)))
             rows_seen.clear()
             start = time.perf_counter()
-            explain_encoded(clf, encoding.subset([i]), [0], f"beam-sign-{width}")
+            explain_encoded(clf, encoding.subset([i]), [0], method=f"beam-sign-{width}")
             out.append({"n_tokens": int(counts[i]), "seconds": time.perf_counter() - start,
                         "forward_rows": int(sum(rows_seen)), "rows_bound": _beam_rows_bound(int(counts[i]), width)})
     finally:

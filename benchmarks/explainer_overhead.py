@@ -67,9 +67,9 @@ def direct(clf, encoding, targets, cls, options, batch_size) -> list:
                    else cls(ids_forward) if kind == "perturbation" else cls(embeds_forward))
     out = [None] * len(encoding)
     model.eval()
-    for idx in length_grouped_batches(encoding.lengths, batch_size):
-        batch = collate(encoding, idx, pad)
-        eligible = eligible_positions(batch, "first")
+    for idx in length_grouped_batches(encoding.lengths, batch_size=batch_size):
+        batch = collate(encoding, idx, pad_token_id=pad)
+        eligible = eligible_positions(batch, segment="first")
         ids, mask = batch.input_ids, batch.attention_mask
         target = torch.as_tensor(targets[idx])
         base_ids = torch.where(eligible, torch.full_like(ids, mask_id), ids)
@@ -115,7 +115,8 @@ def main(argv=None):
                         "batch_size": args.batch_size, "methods": {}}
     for name, (cls, options) in METHODS.items():
         explainer = CaptumExplainer(cls, **options)
-        sides = {"wrapper": lambda: explain_encoded(clf, encoding, targets, explainer, batch_size=args.batch_size),
+        sides = {"wrapper": lambda: explain_encoded(clf, encoding, targets, method=explainer,
+                                                    batch_size=args.batch_size),
                  "direct": lambda: direct(clf, encoding, targets, cls, options, args.batch_size)}
         timed = interleaved(sides, repeats, warm_up=True)
         diff = max(float(np.abs(a - b).max()) for a, b in zip(timed["wrapper"]["result"], timed["direct"]["result"]))

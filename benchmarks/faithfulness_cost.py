@@ -63,8 +63,8 @@ def curve_vs_bound(clf, X_test, y_test, method, recursive, repeats) -> dict:
     encoding = clf.encode(X_test)
     targets = np.searchsorted(clf.classes_, y_test)
     sides = {
-        "curve": lambda: faithfulness_curve(clf, X_test, y_test, method, recursive=recursive),
-        "explain": lambda: explain_encoded(clf, encoding, targets, method),
+        "curve": lambda: faithfulness_curve(clf, X_test, y_test, method=method, recursive=recursive),
+        "explain": lambda: explain_encoded(clf, encoding, targets, method=method),
         "11 forwards": lambda: [clf.encoded_logits(encoding) for _ in range(11)],
     }
     runs = interleaved(sides, repeats, warm_up=True)
@@ -111,9 +111,9 @@ def main(argv=None) -> None:
     for row in bounds:
         print({k: row[k] for k in ("method", "recursive", "curve_over_bound")}, flush=True)
 
-    rand, rand_s = timed(lambda: faithfulness_curve(clf, X_test, y_test, "rand"))
-    grad, grad_s = timed(lambda: faithfulness_curve(clf, X_test, y_test, "inp-grad-sign"))
-    loo, loo_s = timed(lambda: faithfulness_curve(clf, X_test, y_test, "loo-sign"))
+    rand, rand_s = timed(lambda: faithfulness_curve(clf, X_test, y_test, method="rand"))
+    grad, grad_s = timed(lambda: faithfulness_curve(clf, X_test, y_test, method="inp-grad-sign"))
+    loo, loo_s = timed(lambda: faithfulness_curve(clf, X_test, y_test, method="loo-sign"))
     roar_s = 10 * fit_s
     ours_s = loo_s + rand_s  # a RACU needs the measure's curve and the baseline
     explain_train_s = max(loo_s - rand_s, 0.0) * len(X_train) / len(X_test)

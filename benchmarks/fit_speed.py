@@ -98,8 +98,8 @@ def run_bound(X, y, cfg, seed: int) -> float:
                                        label2id={str(c): i for i, c in enumerate(classes)})
     encoding = encode(tokenizer, X, is_pair=False, max_length=cfg["max_length"], warn=False)
     targets = torch.as_tensor(np.searchsorted(classes, y))
-    batches = [collate(encoding, idx, tokenizer.pad_token_id) for idx in
-               length_grouped_batches(encoding.lengths, cfg["batch_size"], shuffle=True,
+    batches = [collate(encoding, idx, pad_token_id=tokenizer.pad_token_id) for idx in
+               length_grouped_batches(encoding.lengths, batch_size=cfg["batch_size"], shuffle=True,
                                       generator=np.random.default_rng(seed))]
     device, dtype = torch.device("cpu"), resolve_precision(cfg["precision"], torch.device("cpu"))
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.01)

@@ -82,7 +82,7 @@ def calibration_rows():
             start = time.perf_counter()
             masf = MaSF(mode, random_state=0).fit(calibration)
             p = masf.pvalues(test)
-            summary = summarize_pvalues(p, ALPHAS).set_index("threshold")
+            summary = summarize_pvalues(p, thresholds=ALPHAS).set_index("threshold")
             row = {"features": features, "rho": rho, "mode": mode, "p_zero": float(np.mean(p == 0)),
                    "simes_p": float(summary["simes_p"].iloc[0]), "geomean_p": float(summary["geomean_p"].iloc[0]),
                    **{f"fpr_{alpha:g}": float(summary.loc[alpha, "proportion"]) for alpha in ALPHAS}}

@@ -46,8 +46,8 @@ def study_costs(args, precision: str, measure_precision, cache: Path) -> tuple:
         for m in params:
             params[m]["precision"] = measure_precision
     study = FaithfulnessStudy(
-        "minilm", masking_ratios=(1.0,), measures=list(MEASURES), seeds=(0,), n_train=args.n_train, n_valid=60,
-        n_test=args.n_test, n_baseline=1, measure_params=params, in_distribution=None, erasure=None, n_explain=0,
+        "minilm", masking_ratios=(1.0,), methods=list(MEASURES), seeds=(0,), n_train=args.n_train, n_valid=60,
+        n_test=args.n_test, n_random=1, method_params=params, in_distribution=None, erasure=None, n_explain=0,
         classifier_params={"max_epochs": args.epochs, "learning_rate": 2e-4, "max_length": 48,
                            "precision": precision},
         cache_dir=cache, verbose=0, n_bootstrap=200)

@@ -78,7 +78,7 @@ def feature_sets(clf, data, other_texts, seed, n_neg):
     sets["unmasked"] = hidden_state_features(clf, encoding=test, pooling=POOLINGS)
     mask_id = clf.tokenizer_.mask_token_id
     for kind in ("unused", "mean-embedding"):
-        placeholder = resolve_placeholder(clf, kind) if kind != "unused" or _has_unused(clf) else None
+        placeholder = resolve_placeholder(clf, kind=kind) if kind != "unused" or _has_unused(clf) else None
         if placeholder is None:
             continue
         for ratio, ids in steps:
@@ -87,12 +87,14 @@ def feature_sets(clf, data, other_texts, seed, n_neg):
             if kind == "unused":  # the [MASK] sets once, beside the first placeholder
                 sets[f"[MASK] {ratio:.1f}"] = hidden_state_features(clf, encoding=test, input_ids=ids,
                                                                     pooling=POOLINGS)
-            with placeholder_inputs(clf.model_, placeholder):
+            with placeholder_inputs(clf.model_, placeholder=placeholder):
                 sets[f"{kind} {ratio:.1f}"] = hidden_state_features(
-                    clf, encoding=test, input_ids=placeholder_ids(ids, test.input_ids, mask_id, placeholder),
+                    clf, encoding=test, input_ids=placeholder_ids(ids, test.input_ids, mask_token_id=mask_id,
+                                                                  placeholder=placeholder),
                     pooling=POOLINGS)
     sets["random tokens"] = hidden_state_features(clf, encoding=test, pooling=POOLINGS,
-                                                  input_ids=random_token_ids(clf, test, derive_seed(seed, 6), "first"))
+                                                  input_ids=random_token_ids(clf, test, seed=derive_seed(seed, 6),
+                                                                             segment="first"))
     sets["other domain"] = hidden_state_features(clf, other_texts, pooling=POOLINGS)
     return sets, groups, time.perf_counter() - started
 
@@ -100,7 +102,7 @@ def feature_sets(clf, data, other_texts, seed, n_neg):
 def _has_unused(clf) -> bool:
     from fmmlearn.ood._controls import resolve_placeholder
 
-    return resolve_placeholder(clf, "auto").kind == "unused"
+    return resolve_placeholder(clf, kind="auto").kind == "unused"
 
 
 def scored(detector, features):

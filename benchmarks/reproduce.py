@@ -154,12 +154,12 @@ def study_for(plan: Plan, args):
                   "precision": args.precision}
     stages = [*STAGES, SupportingFactsStage()] if plan.babi else None
     return FaithfulnessStudy(
-        args.model, masking_ratios=MASKING_RATIOS, measures=measures, seeds=tuple(args.seeds),
+        args.model, masking_ratios=MASKING_RATIOS, methods=measures, seeds=tuple(args.seeds),
         ratios=[k / args.steps for k in range(args.steps + 1)], max_examples=caps, costly_examples=plan.costly,
         curve_examples=plan.curve, curve_seeds=[s for s in args.seeds if s in args.curve_seeds] or args.seeds[:1],
         budget=plan.budget, budget_models=(1.0,) if plan.budget else None,
         budget_pairs=claim_3_pairs(measures) if plan.budget else None,
-        measure_params=params, classifier_params=classifier, n_explain=0, n_baseline=args.n_baseline,
+        method_params=params, classifier_params=classifier, n_explain=0, n_random=args.n_baseline,
         n_bootstrap=args.n_bootstrap, device=args.device, cache_dir=Path(args.cache_dir) / plan.name,
         random_state=args.split_seed, verbose=args.verbose, rules=str(RULES_PATH), stages=stages,
         other_domain=OTHER_DOMAIN.get(plan.name),
@@ -353,7 +353,7 @@ def _rules_block(report: dict) -> str:
                  ["equivalence margin, ACU differences", r["comparisons"]["acu_margin"]],
                  ["equivalence margin, accuracy differences", r["comparisons"]["accuracy_margin"]],
                  ["confidence level", r["confidence_level"]],
-                 ["convergence margin over the input-blind baseline", r["convergence"]["margin"]],
+                 ["convergence margin over the input-blind predictor", r["convergence"]["margin"]],
                  ["in-distribution test: level; null share range of a MaSF calibration",
                   f"{r['in_distribution']['level']}; {r['in_distribution']['null_share_range']}"],
                  ["in-distribution: flagged at most the null share plus", r["in_distribution"]["max_excess"]],
@@ -391,7 +391,7 @@ def markdown_blocks(report: dict, tables: dict, claims: pd.DataFrame, prose: dic
     blocks = {"setup": _setup_block(report), "rules": _rules_block(report), "runtime": runtime_block(report),
               "decision-cost": _decision_cost_block(report)}
     blocks["performance"] = md_table(
-        ["dataset", "model", "seed", "accuracy [95% CI]", "input-blind baseline", "difference [95% CI]", "counts"],
+        ["dataset", "model", "seed", "accuracy [95% CI]", "input-blind predictor", "difference [95% CI]", "counts"],
         [[r.dataset, r.model, r.seed, f"{_f(r.value)} {_ci(r.low, r.high)}", f"{r.baseline} {_f(r.baseline_value)}",
           f"{r.vs_baseline:+.3f} {_ci(r.vs_baseline_low, r.vs_baseline_high, signed=True)}",
           "yes" if r.converged else f"**no**: {r.reason}"] for r in perf.itertuples()])
@@ -486,8 +486,9 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", choices=sorted(PLANS), default=list(DEFAULT_DATASETS))
-    parser.add_argument("--measures", nargs="+", default=list(MEASURES + BABI_ONLY),
-                        help="importance measures (beam search on bAbI only; int-grad-* with variant='reference')")
+    parser.add_argument("--methods", "--measures", dest="measures", nargs="+", default=list(MEASURES + BABI_ONLY),
+                        metavar="METHOD",
+                        help="importance methods (beam search on bAbI only; int-grad-* with variant='reference')")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1], help="fine-tuning seeds")
     parser.add_argument("--curve-seeds", nargs="+", type=int, default=list(CURVE_SEEDS),
                         help="seeds whose models the curves measure (the others: accuracy only)")
@@ -496,7 +497,8 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, help="fine-tuning epochs of every dataset")
     parser.add_argument("--learning-rate", type=float, help="learning rate of every dataset")
     parser.add_argument("--steps", type=int, default=None, help="masking-ratio steps between 0 and 1 (10)")
-    parser.add_argument("--n-baseline", type=int, default=3, help="rand baseline draws of RACU")
+    parser.add_argument("--n-random", "--n-baseline", dest="n_baseline", type=int, default=3, metavar="N",
+                        help="rand curves averaged into RACU's reference (--n-baseline: the old name)")
     parser.add_argument("--n-bootstrap", type=int, default=2000, help="bootstrap resamples of the tables' CIs")
     parser.add_argument("--model", default="minilm", help="base model (bundled name or directory)")
     parser.add_argument("--precision", default="auto", help="FaithfulTextClassifier precision")
@@ -518,13 +520,13 @@ def parse_args(argv=None):
     args.steps = args.steps or (4 if args.quick else 10)
     if args.steps < 2:
         parser.error(f"--steps must be at least 2, got {args.steps}")
-    from fmmlearn.importance import get_measure
+    from fmmlearn.importance import get_method
 
     for m in args.measures:
         try:
-            get_measure(m)
+            get_method(m)
         except ValueError as exc:
-            parser.error(f"--measures: {exc}")
+            parser.error(f"--methods: {exc}")
     if args.output is None:
         args.output = tempfile.mkdtemp(prefix="fmmlearn-reproduce-quick-") if args.quick else str(RESULTS_DIR)
     if args.cache_dir is None:

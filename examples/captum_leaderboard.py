@@ -40,8 +40,8 @@ def main(out: Path) -> None:
     start = time.perf_counter()
     warnings.simplefilter("ignore", TruncationWarning)  # long tweets are cut (and marked)
     study = FaithfulnessStudy(
-        "minilm", masking_ratios=(1.0,), measures=MEASURES, seeds=(0,),
-        n_train=500, n_valid=60, n_test=40, costly_examples=24, n_baseline=2, erasure=None, n_explain=0,
+        "minilm", masking_ratios=(1.0,), methods=MEASURES, seeds=(0,),
+        n_train=500, n_valid=60, n_test=40, costly_examples=24, n_random=2, erasure=None, n_explain=0,
         classifier_params={"max_epochs": 4, "learning_rate": 2e-4, "max_length": 40, "precision": "fp32"},
         cache_dir=out / "cache", verbose=0,
     )

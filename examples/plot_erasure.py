@@ -34,7 +34,7 @@ clf = FaithfulTextClassifier(model="minilm", max_masking_ratio=1.0, max_length=3
 # %%
 # Comprehensiveness and sufficiency of input x gradient
 # -----------------------------------------------------
-report = erasure_metrics(clf, X_test, y_test, "inp-grad-sign", k=(0.1, 0.2, 0.5), X_calib=X_calib,
+report = erasure_metrics(clf, X_test, y_test, method="inp-grad-sign", k=(0.1, 0.2, 0.5), X_calib=X_calib,
                          n_bootstrap=999, random_state=0)
 print(report.summary[["mode", "k", "mean", "ci_low", "ci_high", "ood_share", "valid"]].round(3).to_string(index=False))
 

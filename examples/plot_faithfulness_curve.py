@@ -36,7 +36,7 @@ clf = FaithfulTextClassifier(model="minilm", max_masking_ratio=1.0, max_length=3
 # Two curves: input x gradient (signed) and random masking
 # ---------------------------------------------------------
 ratios = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
-curve = faithfulness_curve(clf, X_test, y_test, "inp-grad-sign", ratios=ratios)
+curve = faithfulness_curve(clf, X_test, y_test, method="inp-grad-sign", ratios=ratios)
 baseline = random_masking_curve(clf, X_test, y_test, ratios=ratios, random_state=0)
 print(curve[["method", "ratio", "value"]].to_string(index=False))
 print(f"RACU {racu(curve, baseline):.3f}, ACU {acu(curve, baseline):.3f}")

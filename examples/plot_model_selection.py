@@ -64,8 +64,8 @@ print(pd.DataFrame(search.cv_results_)[columns].round(3).to_string(index=False))
 # The refit model on held-out tweets
 # ----------------------------------
 best = search.best_estimator_
-curve = faithfulness_curve(best, X_test, y_test, "inp-grad-sign", ratios=RATIOS)
-baseline = faithfulness_curve(best, X_test, y_test, "rand", ratios=RATIOS)
+curve = faithfulness_curve(best, X_test, y_test, method="inp-grad-sign", ratios=RATIOS)
+baseline = faithfulness_curve(best, X_test, y_test, method="rand", ratios=RATIOS)
 print(f"refit: max_masking_ratio={best.max_masking_ratio}; held-out accuracy {best.score(X_test, y_test):.3f}, "
       f"RACU {racu(curve, baseline):.3f}")
 plot_faithfulness(pd.concat([curve, baseline]), title=f"Refit model (max_masking_ratio={best.max_masking_ratio})")

@@ -20,7 +20,7 @@ from fmmlearn.study import FaithfulnessStudy
 study = FaithfulnessStudy(
     "minilm",
     masking_ratios=(0.0, 1.0),  # plain and masked fine-tuning
-    measures=["rand", "inp-grad-sign"],
+    methods=["rand", "inp-grad-sign"],
     ratios=(0.0, 0.25, 0.5, 1.0),
     n_train=160, n_valid=60, n_test=40,
     classifier_params={"max_epochs": 1, "learning_rate": 3e-4, "max_length": 32},

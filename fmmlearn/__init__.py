@@ -10,7 +10,7 @@ transformers.  Modules that moved into packages keep their old import paths
 """
 
 from ._version import __version__
-from .utils import attach, redirect_moved_modules
+from .utils import attach, redirect_moved_modules, renamed_attributes
 
 # public name -> module that defines it
 _EXPORTS = {
@@ -39,9 +39,9 @@ _EXPORTS = {
     "report_html": "fmmlearn.plotting",
     "Explanation": "fmmlearn.explanation",
     "get_metric": "fmmlearn.metrics",
-    "importance_measures": "fmmlearn.importance",
+    "importance_methods": "fmmlearn.importance",
     "compute_importance": "fmmlearn.importance",
-    "get_measure": "fmmlearn.importance",
+    "get_method": "fmmlearn.importance",
     "explain": "fmmlearn.explanation",
     "faithfulness_curve": "fmmlearn.faithfulness",
     "random_masking_curve": "fmmlearn.faithfulness",
@@ -65,6 +65,9 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS, globals())
+#: Renamed public names (issue 36) -> their new names; the old ones still work, with a FutureWarning.
+__getattr__ = renamed_attributes(__name__, {"get_measure": "get_method", "importance_measures": "importance_methods"},
+                                 globals())
 
 #: Private modules that moved into packages (issue 36) -> their homes; the old paths still import, with a
 #: DeprecationWarning (fmmlearn.utils._redirect), so pickles and caches that name them still load.

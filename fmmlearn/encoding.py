@@ -24,6 +24,7 @@ import pandas as pd
 import torch
 
 from .utils import record_truncation
+from .utils import keyword_only
 
 __all__ = [
     "SEGMENT_A",
@@ -68,7 +69,8 @@ def _unordered_input(X, name: str) -> TypeError:
                      f"to inputs; pass a list, e.g. {name}=sorted(texts).")
 
 
-def validate_texts(X, name: str = "X") -> tuple[list, bool]:
+@keyword_only
+def validate_texts(X, *, name: str = "X") -> tuple[list, bool]:
     """Check text input and return it as a list plus a pair flag.
 
     Parameters
@@ -472,7 +474,8 @@ def _pad(arrays, fill, dtype, width):
     return torch.from_numpy(out)
 
 
-def collate(encoding: Encoding, indices, pad_token_id: int, input_ids: Sequence | None = None) -> Batch:
+@keyword_only
+def collate(encoding: Encoding, indices, *, pad_token_id: int, input_ids: Sequence | None = None) -> Batch:
     """Pad the examples at ``indices`` to their longest length (dynamic padding).
 
     Parameters
@@ -502,10 +505,10 @@ def collate(encoding: Encoding, indices, pad_token_id: int, input_ids: Sequence 
     return Batch(ids, attention, special, segments, types, torch.from_numpy(idx.copy()))
 
 
+@keyword_only
 def length_grouped_batches(
     lengths,
-    batch_size: int,
-    *,
+    *, batch_size: int,
     shuffle: bool = False,
     generator: np.random.Generator | None = None,
     megabatch_factor: int = 50,
@@ -554,8 +557,8 @@ def length_grouped_batches(
 
 def iterate_batches(encoding: Encoding, batch_size: int, pad_token_id: int) -> Iterator[Batch]:
     """Yield inference batches of ``encoding`` grouped by length (longest first)."""
-    for idx in length_grouped_batches(encoding.lengths, batch_size):
-        yield collate(encoding, idx, pad_token_id)
+    for idx in length_grouped_batches(encoding.lengths, batch_size=batch_size):
+        yield collate(encoding, idx, pad_token_id=pad_token_id)
 
 
 # --------------------------------------------------------------------------- batch samplers
@@ -583,7 +586,7 @@ class LengthGroupedBatchSampler(_EpochBatchSampler):
 
     def __iter__(self):
         yield from length_grouped_batches(
-            self.lengths, self.batch_size, shuffle=self.shuffle, generator=self.generator
+            self.lengths, batch_size=self.batch_size, shuffle=self.shuffle, generator=self.generator
         )
 
 
@@ -603,7 +606,8 @@ class UniformBatchSampler(_EpochBatchSampler):
             yield order[start : start + self.batch_size]
 
 
-def training_batch_sampler(lengths, batch_size: int, generator: np.random.Generator, *, group_by_length: bool = True):
+@keyword_only
+def training_batch_sampler(lengths, *, batch_size: int, generator: np.random.Generator, group_by_length: bool = True):
     """The batch sampler of masked fine-tuning, one ``iter()`` per epoch (shared with MaSF calibration).
 
     ``group_by_length=True`` draws length-grouped batches

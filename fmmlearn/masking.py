@@ -16,6 +16,7 @@ import torch
 
 from .encoding import SEGMENT_A, SEGMENT_NONE, Batch
 from .utils import DEFAULT_RATIOS, SEGMENTS, check_ratios
+from .utils import keyword_only
 
 __all__ = [
     "DEFAULT_RATIOS",
@@ -61,7 +62,8 @@ def segment_a_positions(segment_ids: torch.Tensor) -> torch.Tensor:
     return segment_ids == SEGMENT_A
 
 
-def eligible_positions(batch: Batch, segment: str = "first") -> torch.Tensor:
+@keyword_only
+def eligible_positions(batch: Batch, *, segment: str = "first") -> torch.Tensor:
     """Positions an explanation may mask: segment A (``"first"``) or every maskable token (``"all"``).
 
     Parameters
@@ -109,10 +111,11 @@ def mask_counts(ratio: float, n: torch.Tensor) -> torch.Tensor:
     return torch.floor(product).long()
 
 
+@keyword_only
 def random_max_masking(
     input_ids: torch.Tensor,
     maskable: torch.Tensor,
-    max_ratio: float,
+    *, max_ratio: float,
     mask_token_id: int,
     generator: torch.Generator,
 ) -> torch.Tensor:
@@ -146,10 +149,11 @@ def random_max_masking(
     return torch.where(hit, torch.full_like(input_ids, mask_token_id), input_ids)
 
 
+@keyword_only
 def fixed_count_masking(
     input_ids: torch.Tensor,
     maskable: torch.Tensor,
-    ratio: float,
+    *, ratio: float,
     mask_token_id: int,
     generator: torch.Generator,
 ) -> torch.Tensor:
@@ -214,7 +218,8 @@ def apply_masking_strategy(
         selected = torch.rand(rows, generator=generator, device=input_ids.device) < 0.5
     else:
         raise ValueError(f"strategy must be one of {MASKING_STRATEGIES}, got {strategy!r}.")
-    return random_max_masking(input_ids, maskable & selected[:, None], max_ratio, mask_token_id, generator)
+    return random_max_masking(input_ids, maskable & selected[:, None], max_ratio=max_ratio,
+                              mask_token_id=mask_token_id, generator=generator)
 
 
 def mask_training_batch(
@@ -261,11 +266,12 @@ def mask_training_batch(
     )
 
 
+@keyword_only
 def mask_top_k(
     input_ids: torch.Tensor,
     importance: torch.Tensor,
     eligible: torch.Tensor,
-    ratio: float,
+    *, ratio: float,
     mask_token_id: int,
 ) -> torch.Tensor:
     """Explainer masking step (docs/faithfulness.md): mask the top ``floor(ratio * n)`` eligible tokens.

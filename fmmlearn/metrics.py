@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score, get_scorer, get_scorer_names, log_loss, matthews_corrcoef
+from .utils import keyword_only
 
 __all__ = ["Metric", "available_metrics", "get_metric", "greater_is_better", "vectorized_metric"]
 
@@ -304,7 +305,8 @@ def _matthew(pred, gold, n_classes):
                     0.0)
 
 
-def vectorized_metric(metric, classes) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+@keyword_only
+def vectorized_metric(metric, *, classes) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """``score(pred, gold) -> values``: a label metric over the last axis, for any leading shape.
 
     Predictions and gold labels are class *indices* (into ``classes``).  The paper's metrics
@@ -327,7 +329,7 @@ def vectorized_metric(metric, classes) -> Callable[[np.ndarray, np.ndarray], np.
     Examples
     --------
     >>> import numpy as np
-    >>> score = vectorized_metric("macro_f1", ["neg", "pos"])
+    >>> score = vectorized_metric("macro_f1", classes=["neg", "pos"])
     >>> score(np.array([[0, 1, 1], [0, 0, 0]]), np.array([0, 1, 0])).round(4)
     array([0.6667, 0.4   ])
     """

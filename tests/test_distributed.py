@@ -48,7 +48,7 @@ def _cost(batch, lengths):
 @pytest.mark.parametrize("n_processes", [1, 2, 3])
 def test_shard_batches_gives_each_batch_to_one_process_and_balances_padded_tokens(n_processes):
     lengths = np.random.default_rng(0).integers(3, 60, size=101)
-    batches = length_grouped_batches(lengths, 6)
+    batches = length_grouped_batches(lengths, batch_size=6)
     shards = shard_batches(batches, lengths, n_processes)
     positions = sorted(p for shard in shards for p in shard)
     assert positions == list(range(len(batches)))  # every batch once, whole
@@ -59,7 +59,8 @@ def test_shard_batches_gives_each_batch_to_one_process_and_balances_padded_token
 
 
 def test_split_training_batches_shares_an_epoch_disjointly_in_equal_steps():
-    batches = length_grouped_batches(np.arange(23) % 7 + 3, 4, shuffle=True, generator=np.random.default_rng(1))
+    batches = length_grouped_batches(np.arange(23) % 7 + 3, batch_size=4, shuffle=True,
+                                     generator=np.random.default_rng(1))
     assert len(batches) == 6
     shares = split_training_batches(batches, 4)  # one round of 4, then 2 batches (7 examples) re-cut in 4
     assert [len(s) for s in shares] == [2] * 4
@@ -100,7 +101,7 @@ def test_a_plain_process_works_alone():
 
 def test_map_batches_draws_of_a_batch_do_not_depend_on_the_batches_run_before_it(monkeypatch):
     lengths = np.random.default_rng(2).integers(2, 30, size=40)
-    batches = length_grouped_batches(lengths, 6)
+    batches = length_grouped_batches(lengths, batch_size=6)
 
     def run(generator, own):
         def fn(idx):

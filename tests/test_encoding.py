@@ -85,7 +85,7 @@ def test_pairs_are_truncated_longest_segment_first(bundled_tokenizer):
 
 def test_collate_pads_dynamically_and_keeps_the_caller_index(bundled_tokenizer):
     enc = encode(bundled_tokenizer, ["a", "a b c d", "a b"], is_pair=False, max_length=None)
-    batch = collate(enc, [2, 0], bundled_tokenizer.pad_token_id)
+    batch = collate(enc, [2, 0], pad_token_id=bundled_tokenizer.pad_token_id)
     assert batch.input_ids.shape == (2, 4)  # longest of the two, not of the dataset
     assert batch.index.tolist() == [2, 0]
     assert batch.attention_mask.tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
@@ -98,7 +98,7 @@ def test_collate_pads_dynamically_and_keeps_the_caller_index(bundled_tokenizer):
 def test_length_grouped_batches_cover_every_index_once(shuffle):
     rng = np.random.default_rng(0)
     lengths = rng.integers(3, 200, size=1000)
-    batches = length_grouped_batches(lengths, 16, shuffle=shuffle, generator=np.random.default_rng(1))
+    batches = length_grouped_batches(lengths, batch_size=16, shuffle=shuffle, generator=np.random.default_rng(1))
     flat = np.concatenate(batches)
     assert sorted(flat.tolist()) == list(range(1000))
     assert all(len(b) <= 16 for b in batches)
@@ -109,17 +109,17 @@ def test_length_grouped_batches_cover_every_index_once(shuffle):
 
 
 def test_inference_batches_run_longest_first():
-    batches = length_grouped_batches([3, 9, 5, 7], 2)
+    batches = length_grouped_batches([3, 9, 5, 7], batch_size=2)
     assert [b.tolist() for b in batches] == [[1, 3], [2, 0]]
 
 
 def test_shuffled_batches_differ_per_epoch_but_are_reproducible():
     lengths = np.arange(100)
-    a = length_grouped_batches(lengths, 8, shuffle=True, generator=np.random.default_rng(3))
-    b = length_grouped_batches(lengths, 8, shuffle=True, generator=np.random.default_rng(3))
+    a = length_grouped_batches(lengths, batch_size=8, shuffle=True, generator=np.random.default_rng(3))
+    b = length_grouped_batches(lengths, batch_size=8, shuffle=True, generator=np.random.default_rng(3))
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
     gen = np.random.default_rng(3)
-    first, second = (length_grouped_batches(lengths, 8, shuffle=True, generator=gen) for _ in range(2))
+    first, second = (length_grouped_batches(lengths, batch_size=8, shuffle=True, generator=gen) for _ in range(2))
     assert not all(np.array_equal(x, y) for x, y in zip(first, second))
 
 
@@ -127,11 +127,11 @@ def test_rows_inside_a_training_batch_are_not_length_ordered():
     # half-det masks the second half of each batch by position; rows sorted by
     # length would make the masked half systematically shorter.
     lengths = np.arange(1000)
-    batches = length_grouped_batches(lengths, 16, shuffle=True, generator=np.random.default_rng(0))
+    batches = length_grouped_batches(lengths, batch_size=16, shuffle=True, generator=np.random.default_rng(0))
     sorted_rows = sum(np.all(np.diff(lengths[b]) <= 0) for b in batches if len(b) == 16)
     assert sorted_rows < 3
 
 
 def test_bad_batch_size_is_rejected():
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
-        length_grouped_batches([1, 2], 0)
+        length_grouped_batches([1, 2], batch_size=0)

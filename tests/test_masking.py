@@ -46,9 +46,9 @@ def test_no_special_or_padding_token_is_ever_masked(seed, rows, width, ratio, st
     gen = torch.Generator().manual_seed(seed)
     out = [
         apply_masking_strategy(ids, maskable, strategy=strategy, max_ratio=ratio, mask_token_id=MASK, generator=gen),
-        fixed_count_masking(ids, maskable, ratio, MASK, gen),
-        random_max_masking(ids, maskable, ratio, MASK, gen),
-        mask_top_k(ids, torch.rand(ids.shape, generator=gen), maskable, ratio, MASK),
+        fixed_count_masking(ids, maskable, ratio=ratio, mask_token_id=MASK, generator=gen),
+        random_max_masking(ids, maskable, max_ratio=ratio, mask_token_id=MASK, generator=gen),
+        mask_top_k(ids, torch.rand(ids.shape, generator=gen), maskable, ratio=ratio, mask_token_id=MASK),
     ]
     for masked in out:
         changed = masked != ids
@@ -67,20 +67,23 @@ def test_maskable_excludes_padding_and_specials_but_keeps_existing_masks():
 def test_random_max_masking_fraction_averages_half_the_max(max_ratio):
     ids = torch.full((4000, 50), 7)
     maskable = torch.ones_like(ids, dtype=torch.bool)
-    masked = random_max_masking(ids, maskable, max_ratio, MASK, torch.Generator().manual_seed(0))
+    masked = random_max_masking(ids, maskable, max_ratio=max_ratio, mask_token_id=MASK,
+                                generator=torch.Generator().manual_seed(0))
     fraction = (masked == MASK).float().mean().item()
     assert fraction == pytest.approx(max_ratio / 2, abs=0.01)
 
 
 def test_random_max_masking_ratio_zero_is_identity():
     ids = torch.arange(200).reshape(10, 20)
-    out = random_max_masking(ids, torch.ones_like(ids, dtype=torch.bool), 0.0, MASK, torch.Generator())
+    out = random_max_masking(ids, torch.ones_like(ids, dtype=torch.bool), max_ratio=0.0, mask_token_id=MASK,
+                             generator=torch.Generator())
     assert torch.equal(out, ids)
 
 
 def test_random_max_masking_varies_the_ratio_per_row():
     ids = torch.full((400, 200), 7)
-    masked = random_max_masking(ids, torch.ones_like(ids, dtype=torch.bool), 1.0, MASK, torch.Generator().manual_seed(1))
+    masked = random_max_masking(ids, torch.ones_like(ids, dtype=torch.bool), max_ratio=1.0, mask_token_id=MASK,
+                                generator=torch.Generator().manual_seed(1))
     per_row = (masked == MASK).float().mean(1).numpy()
     # m ~ U[0, 1): per-row fractions spread uniformly, not all near 0.5.
     assert per_row.std() == pytest.approx(1 / np.sqrt(12), abs=0.03)
@@ -125,14 +128,16 @@ def test_fixed_count_masking_masks_floor_r_n_tokens(seed, ratio):
     rng = np.random.default_rng(seed)
     ids, attention, special = random_batch(rng, 8, 30)
     maskable = maskable_positions(attention, special)
-    out = fixed_count_masking(ids, maskable, ratio, MASK, torch.Generator().manual_seed(seed))
+    out = fixed_count_masking(ids, maskable, ratio=ratio, mask_token_id=MASK,
+                              generator=torch.Generator().manual_seed(seed))
     n = maskable.sum(1).numpy()
     assert ((out == MASK).sum(1).numpy() == np.floor(np.round(ratio * n, 6))).all()
 
 
 def test_fixed_count_masking_is_uniform_over_positions():
     ids = torch.full((20000, 10), 7)
-    out = fixed_count_masking(ids, torch.ones_like(ids, dtype=torch.bool), 0.3, MASK, torch.Generator().manual_seed(0))
+    out = fixed_count_masking(ids, torch.ones_like(ids, dtype=torch.bool), ratio=0.3, mask_token_id=MASK,
+                              generator=torch.Generator().manual_seed(0))
     assert torch.allclose((out == MASK).float().mean(0), torch.full((10,), 0.3), atol=0.015)
 
 
@@ -156,14 +161,14 @@ def test_mask_top_k_ranks_existing_masks_first_and_breaks_ties_to_the_left():
     ids = torch.tensor([[0, 3, MASK, 3, 1]])
     eligible = torch.tensor([[False, True, True, True, False]])
     importance = torch.tensor([[9.0, 5.0, -100.0, 5.0, 9.0]])
-    out = mask_top_k(ids, importance, eligible, 2 / 3, MASK)
+    out = mask_top_k(ids, importance, eligible, ratio=2 / 3, mask_token_id=MASK)
     assert out.tolist() == [[0, MASK, MASK, 3, 1]]
-    assert mask_top_k(ids, importance, eligible, 1.0, MASK).tolist() == [[0, MASK, MASK, MASK, 1]]
-    assert mask_top_k(ids, importance, eligible, 0.0, MASK).tolist() == ids.tolist()
+    assert mask_top_k(ids, importance, eligible, ratio=1.0, mask_token_id=MASK).tolist() == [[0, MASK, MASK, MASK, 1]]
+    assert mask_top_k(ids, importance, eligible, ratio=0.0, mask_token_id=MASK).tolist() == ids.tolist()
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), "0.5", True])
 def test_ratios_outside_unit_interval_are_rejected(bad):
     ids = torch.zeros((1, 3), dtype=torch.long)
     with pytest.raises(ValueError, match="must be a number in"):
-        fixed_count_masking(ids, ids.bool(), bad, MASK, torch.Generator())
+        fixed_count_masking(ids, ids.bool(), ratio=bad, mask_token_id=MASK, generator=torch.Generator())

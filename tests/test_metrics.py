@@ -175,7 +175,7 @@ def test_vectorized_metric_equals_the_registry_metric(name, seed):
     rng = np.random.default_rng(seed)
     classes = np.array(["a", "b", "c", "d"])
     pred, gold = rng.integers(0, 4, (3, 5, 40)), rng.integers(0, 3, 40)  # class "d" never gold
-    values = vectorized_metric(name, classes)(pred, gold)
+    values = vectorized_metric(name, classes=classes)(pred, gold)
     assert values.shape == (3, 5)
     metric = get_metric(name)
     expected = [[metric(classes[gold], classes[p], labels=classes) for p in rows] for rows in pred]
@@ -186,4 +186,4 @@ def test_vectorized_metric_refuses_probability_metrics():
     from fmmlearn.metrics import vectorized_metric
 
     with pytest.raises(ValueError, match="needs probabilities"):
-        vectorized_metric("log_loss", ["a", "b"])
+        vectorized_metric("log_loss", classes=["a", "b"])

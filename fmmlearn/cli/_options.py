@@ -135,10 +135,10 @@ def import_explainer(value: str):
 def measure_name(value: str) -> str:
     """``type=`` of method options: a known importance measure or an explainer as ``module:callable`` /
     ``module:Class`` (docs/explainers.md, registered under its name), else a parse error naming the known ones."""
-    from ..importance import get_measure
+    from ..importance import get_method
 
     try:
-        return get_measure(import_explainer(value) if ":" in value else value).name
+        return get_method(import_explainer(value) if ":" in value else value).name
     except (TypeError, ValueError) as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -154,9 +154,9 @@ def metric_name(value: str) -> str:
 
 
 def measure_help(intro: str) -> str:
-    from ..importance import MEASURE_NAMES
+    from ..importance import METHOD_NAMES
 
-    return (f"{intro}: one of {', '.join(MEASURE_NAMES)} (K = beam width, e.g. beam-sign-10), or an explainer as "
+    return (f"{intro}: one of {', '.join(METHOD_NAMES)} (K = beam width, e.g. beam-sign-10), or an explainer as "
             "module:callable or module:Class (e.g. captum.attr:Occlusion; docs/explainers.md)")
 
 

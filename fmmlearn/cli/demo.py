@@ -25,7 +25,7 @@ DEMO_OTHER_DOMAIN = "bbc-news"
 
 
 #: Sizes of the two demo runs, chosen so that the demo decides everything it reports in at most 8 minutes on 2 cores
-#: (docs/benchmarks.md): integrated gradients and grad-l2 are left to ``--measures`` and the reproduction, as their
+#: (docs/benchmarks.md): integrated gradients and grad-l2 are left to ``--methods`` and the reproduction, as their
 #: comparisons with leave-one-out need hundreds of texts.  Accuracy is measured on every test tweet (one forward
 #: pass each); the curves, the in-distribution report and the erasure metrics on ``curve_examples`` of them.  The
 #: costly measures (leave-one-out, integrated gradients, beam search) share one random subset of those, so they are
@@ -34,10 +34,10 @@ DEMO_OTHER_DOMAIN = "bbc-news"
 #: (benchmarks/decision_cost.py measures the whole run).
 DEMO_PRESETS = {
     "full": {"measures": ("rand", "inp-grad-sign", "loo-sign"),
-             "n_train": 500, "n_valid": 150, "n_test": 400, "curve_examples": 120, "n_baseline": 3,
+             "n_train": 500, "n_valid": 150, "n_test": 400, "curve_examples": 120, "n_random": 3,
              "costly_examples": 60, "budget": 60.0},
     "quick": {"measures": ("rand", "inp-grad-sign", "loo-sign"),
-              "n_train": 200, "n_valid": 80, "n_test": 200, "curve_examples": 60, "n_baseline": 3,
+              "n_train": 200, "n_valid": 80, "n_test": 200, "curve_examples": 60, "n_random": 3,
               "costly_examples": 20, "budget": 30.0},
 }
 
@@ -54,19 +54,21 @@ def add_parser(sub) -> None:
                     "interrupted run resumes. About 10 minutes on 2 CPU cores, about 2-3 with --quick.",
         examples="""
             fmmlearn demo                                   # ~10 min on 2 CPU cores -> fmmlearn-demo/report.html
-            fmmlearn demo --quick --output /tmp/demo        # ~2-3 min, fewer texts and measures
-            fmmlearn demo --measures rand inp-grad-sign loo-sign --n-test 120
+            fmmlearn demo --quick --output /tmp/demo        # ~2-3 min, fewer texts and methods
+            fmmlearn demo --methods rand inp-grad-sign loo-sign --n-test 120
             fmmlearn demo --device cuda --seed 1 --json
         """)
     parser.add_argument("--quick", action="store_true",
                         help=f"a reduced run: {quick['n_train']} training / {quick['n_test']} test tweets and "
-                             f"the measures {', '.join(quick['measures'])}")
+                             f"the methods {', '.join(quick['measures'])}")
     parser.add_argument("-o", "--output", default="fmmlearn-demo", metavar="DIR",
                         help="directory for report.html, the result tables (results/) and the stage cache (cache/)")
     parser.add_argument("--seed", type=int, default=0, metavar="SEED",
                         help="seed of the data split, of fine-tuning and of every mask")
-    parser.add_argument("--measures", nargs="+", type=measure_name, default=None, metavar="MEASURE",
-                        help=measure_help("importance measures to compare (rand, the baseline, is always added); "
+    parser.add_argument("--methods", "--measures", dest="measures", nargs="+", type=measure_name, default=None,
+                        metavar="METHOD",
+                        help=measure_help("importance methods to compare (rand, the reference, is always added; "
+                                          "--measures is the old name); "
                                            f"default {' '.join(full['measures'])}, with --quick "
                                            f"{' '.join(quick['measures'])}"))
     parser.add_argument("--n-train", type=int, default=None, metavar="N",
@@ -119,8 +121,8 @@ def _run_locked(args, output) -> dict:
     if budget < 0:
         raise ValueError(f"--budget must be 0 or more seconds, got {budget:g}")
     study = FaithfulnessStudy(
-        args.model, masking_ratios=(0.0, 1.0), measures=measures, seeds=(args.seed,), **sizes,
-        costly_examples=preset["costly_examples"], budget=budget or None, n_baseline=preset["n_baseline"],
+        args.model, masking_ratios=(0.0, 1.0), methods=measures, seeds=(args.seed,), **sizes,
+        costly_examples=preset["costly_examples"], budget=budget or None, n_random=preset["n_random"],
         classifier_params=DEMO_CLASSIFIER, other_domain=DEMO_OTHER_DOMAIN, device=args.device,
         cache_dir=output / "cache",
         random_state=args.seed, verbose=args.verbose)

@@ -90,7 +90,7 @@ def run(args) -> dict:
     check_output_path(summary_file, "--summary", TABLE_SUFFIXES, inputs + (args.output,))
     if args.plot:
         check_output_path(args.plot, "--plot", plot_suffixes(), inputs)
-    ratios = None if args.ratios is None else check_ratios(args.ratios, "--ratios", endpoints=True)
+    ratios = None if args.ratios is None else check_ratios(args.ratios, name="--ratios", endpoints=True)
     frame = read_table(args.data, (args.text_col, args.pair_col, args.label_col))
     X = texts_from(frame, args.text_col, args.pair_col, args.data)
     clf = load_model(args)

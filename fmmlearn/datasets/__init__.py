@@ -10,7 +10,7 @@
   :func:`paper_params`: the paper's fine-tuning settings per dataset.
 * :func:`train_test_split_bunch`: a stratified, seeded split of any of these Bunches.
 * :func:`answer_occurrences`: where a bAbI answer occurs in its paragraph, and which occurrences are
-  supporting; :func:`question_blind_predictions`, :func:`majority_class`, :func:`blind_baseline`:
+  supporting; :func:`question_blind_predictions`, :func:`majority_class`, :func:`blind_predictor`:
   the best predictions that ignore the question (bAbI-1) or the whole input.
 
 Every loader returns a :class:`sklearn.utils.Bunch` whose ``data`` goes straight
@@ -19,8 +19,8 @@ into :class:`fmmlearn.FaithfulTextClassifier` (a list of str, or of
 """
 
 from ._blind import (
-    BlindBaseline,
-    blind_baseline,
+    BlindPredictor,
+    blind_predictor,
     majority_class,
     question_blind_predictions,
     question_blind_proba,
@@ -42,5 +42,10 @@ from .paper import (
 )
 
 from . import _blind, _bundled, babi, paper  # their __all__ make ours
+from ..utils import renamed_attributes
 
 __all__ = sorted([*_blind.__all__, *_bundled.__all__, "train_test_split_bunch", *babi.__all__, *paper.__all__])
+
+#: Renamed (issue 36): "baseline" is kept for Captum's integrated-gradients start; old names still work, with a
+#: FutureWarning.
+__getattr__ = renamed_attributes(__name__, _blind.RENAMED, globals())

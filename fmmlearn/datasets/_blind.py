@@ -1,13 +1,15 @@
-"""Input-blind baselines: the best a predictor can do without the part of the input the task is about.
+"""Input-blind predictors: the best a predictor can do without the part of the input the task is about.
 
 A fine-tuned model has learnt the task only if it beats them (docs/datasets.md, "Input-blind
-baselines"):
+predictors"):
 
 * :func:`majority_class` -- always the most frequent training label (any labelled data);
 * :func:`question_blind_proba` / :func:`question_blind_predictions` -- generated bAbI-1 from the
   paragraphs alone: the exact posterior of the answer given the paragraph under
   :func:`~fmmlearn.datasets.make_babi`'s way of choosing questions, and its most likely answer;
-* :func:`blind_baseline` -- the one of them that applies to a dataset, as a :class:`BlindBaseline`.
+* :func:`blind_predictor` -- the one of them that applies to a dataset, as a :class:`BlindPredictor`.
+
+The old names ``blind_baseline`` and ``BlindBaseline`` still work, with a FutureWarning.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import numpy as np
 from sklearn.dummy import DummyClassifier
 from sklearn.utils._param_validation import validate_params
 
-from ..utils import StrictInterval
+from ..utils import StrictInterval, keyword_only, renamed_attributes
 from .babi import BABI_LOCATIONS
+from ..utils import keyword_only
 
-__all__ = ["BlindBaseline", "blind_baseline", "majority_class", "question_blind_predictions",
+__all__ = ["BlindPredictor", "blind_predictor", "majority_class", "question_blind_predictions",
            "question_blind_proba"]
 
 _SENTENCE = re.compile(r"(?<=\.) ")
@@ -151,9 +154,10 @@ def question_blind_predictions(paragraphs, *, distractors=False) -> np.ndarray:
     return np.asarray(BABI_LOCATIONS)[proba.argmax(axis=1)]
 
 
+@keyword_only
 @validate_params({"n_samples": [StrictInterval(Integral, 0, None, closed="left")]},
                  prefer_skip_nested_validation=True)
-def majority_class(y_train, n_samples: int) -> np.ndarray:
+def majority_class(y_train, *, n_samples: int) -> np.ndarray:
     """``n_samples`` predictions of the most frequent label of ``y_train`` (ties: the smallest label).
 
     Parameters
@@ -168,7 +172,7 @@ def majority_class(y_train, n_samples: int) -> np.ndarray:
 
     Examples
     --------
-    >>> majority_class(["a", "b", "b"], 2).tolist()
+    >>> majority_class(["a", "b", "b"], n_samples=2).tolist()
     ['b', 'b']
     """
     y_train = np.asarray(y_train)
@@ -179,8 +183,8 @@ def majority_class(y_train, n_samples: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class BlindBaseline:
-    """What an input-blind predictor gets on a test split (:func:`blind_baseline`).
+class BlindPredictor:
+    """What an input-blind predictor gets on a test split (:func:`blind_predictor`).
 
     Attributes
     ----------
@@ -201,8 +205,9 @@ class BlindBaseline:
 _QUESTION_BLIND = ("babi-1", "babi1")
 
 
+@keyword_only
 @validate_params({"dataset_name": [str, None], "distractors": ["boolean"]}, prefer_skip_nested_validation=True)
-def blind_baseline(X_train, y_train, X_test, y_test=None, dataset_name=None, *, distractors=False) -> BlindBaseline:
+def blind_predictor(X_train, y_train, X_test, y_test=None, *, dataset_name=None, distractors=False) -> BlindPredictor:
     """The best input-blind prediction of each test example of a dataset.
 
     For bAbI-1 (``dataset_name="babi-1"``) the best question-ignoring prediction from the paragraph
@@ -226,13 +231,14 @@ def blind_baseline(X_train, y_train, X_test, y_test=None, dataset_name=None, *, 
 
     Returns
     -------
-    BlindBaseline
+    BlindPredictor
 
     Examples
     --------
-    >>> from fmmlearn.datasets import blind_baseline, load_babi
+    >>> from fmmlearn.datasets import blind_predictor, load_babi
     >>> babi = load_babi(1)
-    >>> base = blind_baseline(babi.train.data, babi.train.target, babi.test.data, babi.test.target, "babi-1")
+    >>> base = blind_predictor(babi.train.data, babi.train.target, babi.test.data, babi.test.target,
+    ...                        dataset_name="babi-1")
     >>> base.rule, 0.6 < base.accuracy < 0.7
     ('question-blind', True)
     """
@@ -240,11 +246,17 @@ def blind_baseline(X_train, y_train, X_test, y_test=None, dataset_name=None, *, 
         paragraphs = [x[0] if isinstance(x, (tuple, list)) else x for x in X_test]
         predictions, rule = question_blind_predictions(paragraphs, distractors=distractors), "question-blind"
     else:
-        predictions, rule = majority_class(y_train, len(X_test)), "majority class"
+        predictions, rule = majority_class(y_train, n_samples=len(X_test)), "majority class"
     accuracy = None
     if y_test is not None:
         y_test = np.asarray(y_test)
         if len(y_test) != len(predictions):
             raise ValueError(f"y_test has {len(y_test)} labels but X_test {len(predictions)} examples.")
         accuracy = float(np.mean(predictions == y_test))
-    return BlindBaseline(predictions=predictions, rule=rule, accuracy=accuracy)
+    return BlindPredictor(predictions=predictions, rule=rule, accuracy=accuracy)
+
+
+#: Old names (issue 36) -> new names; they still work (pickles too), with a FutureWarning.
+RENAMED = {"BlindBaseline": "BlindPredictor", "blind_baseline": "blind_predictor"}
+
+__getattr__ = renamed_attributes(__name__, RENAMED, globals())

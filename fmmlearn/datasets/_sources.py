@@ -132,7 +132,7 @@ def _generate_babi(task, source_split, random_state, distractors=False):
     if source_split not in sizes:
         raise ValueError(f"bAbI has no source split {source_split!r}.")
     n, seed = sizes[source_split]
-    babi = make_babi(task, n, distractors=distractors, random_state=np.random.default_rng(seed))
+    babi = make_babi(task, n_samples=n, distractors=distractors, random_state=np.random.default_rng(seed))
     return babi.frame.rename(columns={LABEL: "answer"})
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ._common import LABEL, frame_to_bunch
+from ..utils import keyword_only
 
 __all__ = ["BABI_LOCATIONS", "answer_occurrences", "make_babi"]
 
@@ -319,7 +320,8 @@ def _as_generator(random_state) -> np.random.Generator:
     raise TypeError(f"random_state must be None, an int or a NumPy Generator; got {type(random_state).__name__}.")
 
 
-def make_babi(task=1, n_samples=1000, *, distractors=False, random_state=None, as_frame=False):
+@keyword_only
+def make_babi(task=1, *, n_samples=1000, distractors=False, random_state=None, as_frame=False):
     """Generate bAbI-style question-answering pairs (tasks 1, 2 and 3 of the paper).
 
     Four people (Mary, John, Daniel, Sandra) move between six locations; in

@@ -19,6 +19,7 @@ from ._babi_files import BABI_HUB_PATH, babi_hub_config
 from ._common import LABEL, frame_to_bunch
 from ._sources import DatasetUnavailableError, _Source, clean_mimic_text
 from .babi import BABI_LOCATIONS
+from ..utils import keyword_only
 
 __all__ = [
     "DatasetSpec",
@@ -232,7 +233,8 @@ def get_dataset_spec(name: str) -> DatasetSpec:
     return _REGISTRY[key]
 
 
-def paper_primary_metric(name, argname: str = "name"):
+@keyword_only
+def paper_primary_metric(name, *, argname: str = "name"):
     """The primary metric of a paper dataset, or ``None`` for ``name=None``.
 
     The rule behind every ``metric=None`` default: a classifier fitted for a
@@ -357,10 +359,10 @@ class PaperDataset:
         return getattr(self, split)
 
 
+@keyword_only
 def load_paper_dataset(
     name,
-    split=None,
-    *,
+    *, split=None,
     cache_dir=None,
     data_files=None,
     data_dir=None,
@@ -468,7 +470,8 @@ def load_paper_dataset(
     return bunches[split] if split is not None else PaperDataset(spec, **bunches)
 
 
-def load_babi(task=1, split=None, *, source=None, cache_dir=None, data_files=None, data_dir=None,
+@keyword_only
+def load_babi(task=1, *, split=None, source=None, cache_dir=None, data_files=None, data_dir=None,
               as_frame=False, random_state=0, distractors=False, **load_kwargs):
     """bAbI task 1, 2 or 3 with the paper's splits: generated offline, or Facebook's original en-10k data.
 
@@ -518,7 +521,7 @@ def load_babi(task=1, split=None, *, source=None, cache_dir=None, data_files=Non
 
     Examples
     --------
-    >>> test = load_babi(1, "test")                                  # generated, offline
+    >>> test = load_babi(1, split="test")                                # generated, offline
     >>> len(test.data), test.target_names[:2]
     (1000, ['garden', 'hallway'])
     >>> real = load_babi(2, source="facebook")                       # doctest: +SKIP
@@ -526,7 +529,7 @@ def load_babi(task=1, split=None, *, source=None, cache_dir=None, data_files=Non
     """
     if isinstance(task, bool) or task not in (1, 2, 3):
         raise ValueError(f"task must be 1, 2 or 3; got {task!r}.")
-    return load_paper_dataset(f"babi-{task}", split, source=source, cache_dir=cache_dir, data_files=data_files,
+    return load_paper_dataset(f"babi-{task}", split=split, source=source, cache_dir=cache_dir, data_files=data_files,
                               data_dir=data_dir, as_frame=as_frame, random_state=random_state,
                               distractors=distractors, **load_kwargs)
 

@@ -38,6 +38,7 @@ from ._net import history_frame, make_net
 from ._net_routing import NET_PREFIX, NetRoutingMixin, check_callbacks
 from ._schedules import LR_SCHEDULES
 from ._validation_data import masked_validation, split_validation, validation_dataset
+from ..utils import keyword_only
 
 __all__ = ["FaithfulTextClassifier"]
 
@@ -324,7 +325,7 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         # Checked before the model loads; passed on to the net.
         net_params, callbacks = self._net_params(), check_callbacks(self.callbacks, type(self).__name__)
         check_peft_config(self.peft_config)
-        texts, is_pair = validate_texts(X, "X")
+        texts, is_pair = validate_texts(X, name="X")
         labels = check_labels(y, len(texts), "y", owner=type(self).__name__)
         if len(texts) < 2:
             raise ValueError(f"X has n_samples={len(texts)}; fitting needs at least 2 samples.")
@@ -420,13 +421,14 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
 
         Also checks ``dataset`` (a ValueError lists the valid names).
         """
-        primary = paper_primary_metric(self.dataset, "dataset")
+        primary = paper_primary_metric(self.dataset, argname="dataset")
         if self.selection_metric is not None:
             return self.selection_metric
         return primary or "accuracy"
 
     # ------------------------------------------------------------------ prediction
-    def encode(self, X, name: str = "X"):
+    @keyword_only
+    def encode(self, X, *, name: str = "X"):
         """Validate and tokenize ``X`` with the fitted tokenizer (low-level API).
 
         Parameters
@@ -441,7 +443,7 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         fmmlearn.encoding.Encoding
         """
         check_is_fitted(self)
-        texts, is_pair = validate_texts(X, name)
+        texts, is_pair = validate_texts(X, name=name)
         if is_pair != self.is_pair_:
             kind = "sentence pairs" if self.is_pair_ else "single texts"
             raise ValueError(f"{name} must hold {kind}, like the training data.")
@@ -543,7 +545,8 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         return float(accuracy_score(labels, predicted, sample_weight=sample_weight))
 
     # ------------------------------------------------------------------ explanations and faithfulness
-    def explain(self, X, y=None, method="loo-sign", *, target=None, segment="first", level="token",
+    @keyword_only
+    def explain(self, X, y=None, *, method="loo-sign", target=None, segment="first", level="token",
                 aggregate="sum", batch_size=None, random_state=None, **method_params) -> pd.DataFrame:
         """Token (or word) importances for each example, as a long DataFrame.
 
@@ -557,8 +560,8 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         y : array-like, optional
             Gold labels: explain the gold class (the paper). Without ``y`` the
             predicted class is explained.
-        method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
-            An importance measure of :func:`fmmlearn.importance_measures`.
+        method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
+            An importance measure of :func:`fmmlearn.importance_methods`.
         target, segment, level, aggregate, batch_size, random_state, **method_params
             See :func:`fmmlearn.explanation.explain`.
 
@@ -573,7 +576,8 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
         return explain(self, X, y, method=method, target=target, segment=segment, level=level,
                        aggregate=aggregate, batch_size=batch_size, random_state=random_state, **method_params)
 
-    def faithfulness_curve(self, X, y, method="loo-sign", *, ratios=None, recursive=None, segment="first",
+    @keyword_only
+    def faithfulness_curve(self, X, y, *, method="loo-sign", ratios=None, recursive=None, segment="first",
                            metric=None, random_state=None, importances=None, batch_size=None,
                            **method_params) -> pd.DataFrame:
         """Performance while masking the tokens an explanation ranks highest (docs/faithfulness.md).
@@ -601,7 +605,8 @@ class FaithfulTextClassifier(NetRoutingMixin, ClassifierMixin, BaseEstimator):
 
         return random_masking_curve(self, X, y, ratios=ratios, metric=metric, random_state=random_state)
 
-    def in_distribution_report(self, X_calib, X_test, y_test, method="rand", **options) -> pd.DataFrame:
+    @keyword_only
+    def in_distribution_report(self, X_calib, X_test, y_test, *, method="rand", **options) -> pd.DataFrame:
         """MaSF in-distribution test of explainer-masked test sets, ratio by ratio.
 
         See :func:`fmmlearn.ood.in_distribution_report`.

@@ -44,8 +44,8 @@ def mask_encoding(encoding: Encoding, mask_fn: Callable, pad_token_id: int, batc
     Used to draw the fixed masked copy of the validation set once.
     """
     masked = list(encoding.input_ids)
-    for idx in length_grouped_batches(encoding.lengths, batch_size):
-        batch = collate(encoding, idx, pad_token_id)
+    for idx in length_grouped_batches(encoding.lengths, batch_size=batch_size):
+        batch = collate(encoding, idx, pad_token_id=pad_token_id)
         ids = mask_fn(batch).numpy()
         for row, i in enumerate(idx):
             masked[i] = ids[row, : len(encoding.input_ids[i])].copy()
@@ -63,7 +63,8 @@ def random_masker(max_ratio: float, mask_token_id: int, seed: int) -> Callable:
 
     def mask(batch):
         maskable = maskable_positions(batch.attention_mask, batch.special_tokens_mask)
-        return random_max_masking(batch.input_ids, maskable, max_ratio, mask_token_id, generator)
+        return random_max_masking(batch.input_ids, maskable, max_ratio=max_ratio, mask_token_id=mask_token_id,
+                                  generator=generator)
 
     return mask
 

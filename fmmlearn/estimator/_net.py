@@ -104,7 +104,7 @@ class MaskedFineTuningNet(NeuralNet):
     def get_iterator(self, dataset, training=False):
         lengths = dataset.encoding.lengths
         if training:
-            sampler = training_batch_sampler(lengths, self.batch_size, self.order_rng_,
+            sampler = training_batch_sampler(lengths, batch_size=self.batch_size, generator=self.order_rng_,
                                              group_by_length=self.group_by_length)
         else:   # evaluation order does not change any result: longest first, least padding
             sampler = LengthGroupedBatchSampler(lengths, self.batch_size, False, self.order_rng_)
@@ -129,7 +129,7 @@ class MaskedFineTuningNet(NeuralNet):
         return options
 
     def _collate(self, dataset: EncodedDataset, training: bool, indices: list):
-        batch = collate(dataset.encoding, indices, self.pad_token_id)
+        batch = collate(dataset.encoding, indices, pad_token_id=self.pad_token_id)
         ids = batch.input_ids
         if training:
             ids = mask_training_batch(batch, strategy=self.masking_strategy, max_ratio=self.max_masking_ratio,

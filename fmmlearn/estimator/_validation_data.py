@@ -22,7 +22,7 @@ def split_validation(texts, targets, validation_data, encoder, is_pair, seed, va
     if validation_data is not None:
         if not (isinstance(validation_data, tuple) and len(validation_data) == 2):
             raise ValueError("validation_data must be a tuple (X_valid, y_valid).")
-        v_texts, v_pair = validate_texts(validation_data[0], "validation_data[0]")
+        v_texts, v_pair = validate_texts(validation_data[0], name="validation_data[0]")
         if v_pair != is_pair:
             raise ValueError("validation_data[0] must be of the same kind (single texts or pairs) as X.")
         v_labels = check_labels(validation_data[1], len(v_texts), "validation_data[1]", owner=owner)

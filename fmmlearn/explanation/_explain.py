@@ -17,13 +17,14 @@ import torch
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..encoding import collate
-from ..importance import compute_importance, get_measure
+from ..importance import compute_importance, get_method
 from ..masking import eligible_positions
 from ..modeling import autocast_dtype_for, map_batches
 from ..utils import (SEGMENTS, as_labels, check_segment, label_indices, positive_int, reports_truncation_once,
                      resolve_seed, resolve_targets)
 from ._frames import AGGREGATES, example_table, token_frame, word_frame
 from ._result import Explanation
+from ..utils import keyword_only
 
 __all__ = ["explain", "explain_encoded"]
 
@@ -31,13 +32,13 @@ __all__ = ["explain", "explain_encoded"]
 LEVELS = ("token", "word")
 
 
+@keyword_only
 def explain_encoded(
     clf,
     encoding,
     targets_idx,
-    method="loo-sign",
+    *, method="loo-sign",
     segment: str = "first",
-    *,
     batch_size: int | None = None,
     random_state=None,
     precision: str | None = None,
@@ -55,8 +56,8 @@ def explain_encoded(
         From ``clf.encode``.
     targets_idx : array-like of int, shape (n_samples,)
         Class index (into ``clf.classes_``) explained per example.
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
-        See :func:`fmmlearn.importance.get_measure`.
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
+        See :func:`fmmlearn.importance.get_method`.
     segment : {"first", "all"}, default="first"
         Explain segment A only (the paper) or every non-special token.
     batch_size : int, optional
@@ -85,7 +86,7 @@ def explain_encoded(
         ``scores[i]`` has one entry per token of example ``i`` (special tokens
         included, with score 0), in the caller's order.
     """
-    measure = get_measure(method)
+    measure = get_method(method)
     measure.bind(method_params)  # fail before any model work
     check_segment(segment)
     targets_idx = np.asarray(targets_idx, dtype=np.int64)
@@ -100,10 +101,10 @@ def explain_encoded(
     generator = torch.Generator(device="cpu").manual_seed(resolve_seed(random_state, clf.random_state))
 
     def run(idx):
-        batch = collate(encoding, idx, clf.tokenizer_.pad_token_id, input_ids=input_ids).to(device)
+        batch = collate(encoding, idx, pad_token_id=clf.tokenizer_.pad_token_id, input_ids=input_ids).to(device)
         return compute_importance(
-            clf.model_, batch, torch.as_tensor(targets_idx[idx], device=device), measure,
-            mask_token_id=clf.tokenizer_.mask_token_id, eligible=eligible_positions(batch, segment),
+            clf.model_, batch, torch.as_tensor(targets_idx[idx], device=device), method=measure,
+            mask_token_id=clf.tokenizer_.mask_token_id, eligible=eligible_positions(batch, segment=segment),
             generator=generator, autocast_dtype=dtype, internal_batch_size=internal_batch_size, **method_params,
         )
 
@@ -111,6 +112,7 @@ def explain_encoded(
                        verbose=getattr(clf, "verbose", 0), generator=generator)
 
 
+@keyword_only
 @reports_truncation_once
 @validate_params(
     {"segment": [StrOptions(set(SEGMENTS))], "level": [StrOptions(set(LEVELS))],
@@ -121,7 +123,7 @@ def explain(
     clf,
     X,
     y=None,
-    method="loo-sign",
+    *, method="loo-sign",
     target=None,
     segment: str = "first",
     level: str = "token",
@@ -139,12 +141,12 @@ def explain(
     X : sequence of str, or sentence pairs
     y : array-like, optional
         Gold labels; their class is explained (the paper's convention).
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
         An importance measure: ``rand``, ``grad-l2``, ``grad-l1``,
         ``inp-grad-sign``, ``inp-grad-abs``, ``int-grad-sign``,
         ``int-grad-abs``, ``loo-sign``, ``loo-abs`` or ``beam-sign-K`` (any
         beam width K, e.g. ``beam-sign-10``); see
-        :func:`fmmlearn.importance.importance_measures`.
+        :func:`fmmlearn.importance.importance_methods`.
     target : label or array-like of labels, optional
         Class to explain (a value of ``clf.classes_``), for all examples or
         one per example; overrides ``y``.  Default: ``y`` if given, else the
@@ -200,7 +202,7 @@ def explain(
     (1, 2)
     >>> e.to_html("explanation.html")  # a self-contained heatmap page  # doctest: +SKIP
     """
-    measure = get_measure(method)
+    measure = get_method(method)
     options = {k: method_params.pop(k) for k in ("precision", "internal_batch_size") if k in method_params}
     measure.bind(method_params)
     encoding = clf.encode(X)
@@ -215,11 +217,11 @@ def explain(
     if y is not None:
         gold_idx = targets_idx if target is None else label_indices(clf.classes_, as_labels(y, len(encoding), "y"),
                                                                     "y")
-    scores = explain_encoded(clf, encoding, targets_idx, measure, segment, batch_size=batch_size,
+    scores = explain_encoded(clf, encoding, targets_idx, method=measure, segment=segment, batch_size=batch_size,
                              random_state=random_state, **options, **method_params)
-    frame = token_frame(clf, encoding, scores, targets_idx, measure.name, segment)
+    frame = token_frame(clf, encoding, scores, targets_idx, method=measure.name, segment=segment)
     if level == "word":
-        frame = word_frame(frame, encoding, aggregate)
+        frame = word_frame(frame, encoding, aggregate=aggregate)
     # an explainer's signedness may have been inferred on the first batch just now
-    measure = get_measure(measure.explainer) if measure.explainer is not None else measure
-    return Explanation(frame, examples=example_table(clf, encoding, logits, gold_idx, measure))
+    measure = get_method(measure.explainer) if measure.explainer is not None else measure
+    return Explanation(frame, examples=example_table(clf, encoding, logits, gold_idx, measure=measure))

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..encoding import SEGMENT_A, SEGMENT_B
 from ..modeling import probabilities
+from ..utils import keyword_only
 
 __all__ = ["AGGREGATES", "aggregate_words", "example_table", "token_frame", "word_frame"]
 
@@ -24,7 +25,8 @@ def _segment_text(encoding, i: int, segment_id: int) -> str:
     return text[segment_id] if encoding.is_pair else text
 
 
-def token_frame(clf, encoding, scores, targets_idx, method: str, segment: str = "first") -> pd.DataFrame:
+@keyword_only
+def token_frame(clf, encoding, scores, targets_idx, *, method: str, segment: str = "first") -> pd.DataFrame:
     """One row per explained token: the long format :func:`explain` returns.
 
     Parameters
@@ -97,7 +99,8 @@ def aggregate_words(frame: pd.DataFrame, segment_texts, aggregate: str) -> pd.Da
     return words[[c for c in _WORD_COLUMNS if c in words.columns] + extra]
 
 
-def word_frame(frame: pd.DataFrame, encoding, aggregate: str = "sum") -> pd.DataFrame:
+@keyword_only
+def word_frame(frame: pd.DataFrame, encoding, *, aggregate: str = "sum") -> pd.DataFrame:
     """Aggregate a token frame to words (the tokenizer's word ids within each segment).
 
     Parameters
@@ -136,7 +139,8 @@ def _segment_end(encoding, i: int, segment_id: int) -> int:
     return int(ends.max()) if len(ends) else 0
 
 
-def example_table(clf, encoding, logits, gold_idx, measure) -> pd.DataFrame:
+@keyword_only
+def example_table(clf, encoding, logits, gold_idx, *, measure) -> pd.DataFrame:
     """The per-example facts an :class:`Explanation` keeps (see :attr:`Explanation.examples`).
 
     Parameters
@@ -148,7 +152,7 @@ def example_table(clf, encoding, logits, gold_idx, measure) -> pd.DataFrame:
         ``clf.encoded_logits(encoding)``.
     gold_idx : ndarray of int or None
         Gold labels as class indices, if known.
-    measure : Measure
+    measure : ImportanceMethod
 
     Returns
     -------

@@ -6,7 +6,7 @@ punctuation and casing are the user's.  One colour scale per page (per
 measure) by default, with a numeric colour bar; a diverging blue-red palette
 for signed measures and a sequential green one for unsigned measures (both
 ColorBrewer, colour-blind safe), the sign taken from the measure's registry
-entry (:func:`fmmlearn.importance.get_measure`).  Several methods or models
+entry (:func:`fmmlearn.importance.get_method`).  Several methods or models
 are shown side by side as facets.  :func:`report_html` renders a faithfulness
 or in-distribution report as a table plus its plot.
 
@@ -201,10 +201,10 @@ class _Scale:
 def _registry_signed(method) -> bool | None:
     # Imported here: the registry sits above this module (it loads torch), and only a plain frame whose
     # signedness is not recorded needs it.
-    from ..importance import get_measure
+    from ..importance import get_method
 
     try:
-        return bool(get_measure(method).signed)
+        return bool(get_method(method).signed)
     except (ValueError, TypeError):
         return None
 
@@ -471,7 +471,7 @@ def explanation_html(explanations, *, examples=None, path=None, title: str | Non
         largest ``|score|``.
     signed : bool, optional
         Override the measure's signedness.  Default: from the explanation
-        (the measure's registry entry, :func:`fmmlearn.importance.get_measure`);
+        (the measure's registry entry, :func:`fmmlearn.importance.get_method`);
         for a measure the registry does not know, signed when any score is
         negative.  Signed: diverging blue-white-red from ``-vmax`` to
         ``vmax``; unsigned: white to dark green from 0 to ``vmax``.

@@ -17,16 +17,18 @@ import numpy as np
 import torch
 
 from ..encoding import collate
-from ..importance import compute_importance, get_measure
+from ..importance import compute_importance, get_method
 from ..importance.precomputed import check_covered, importance_arrays
 from ..masking import eligible_positions, mask_counts, mask_top_k
 from ..modeling import autocast_dtype_for, map_batches
 from ..utils import check_ratios, check_segment, resolve_seed
+from ..utils import keyword_only
 
 __all__ = ["eligible_masks", "finite_scores", "iter_batch_masking", "iter_explainer_masking", "resolve_recursive"]
 
 
-def resolve_recursive(measure, recursive, precomputed: bool) -> bool:
+@keyword_only
+def resolve_recursive(measure, *, recursive, precomputed: bool) -> bool:
     """The measure's default (docs/explain.md) unless told; precomputed scores cannot be recomputed."""
     if precomputed:
         if recursive:
@@ -46,7 +48,7 @@ def _checked_measure(method, precomputed: bool, method_params: dict):
         if method_params:
             raise ValueError(f"measure parameters {sorted(method_params)} cannot apply to precomputed importances.")
         return None
-    measure = get_measure(method)
+    measure = get_method(method)
     measure.bind(method_params)
     return measure
 
@@ -70,13 +72,13 @@ def _rows(batch, rows: torch.Tensor, input_ids: torch.Tensor):
                        batch.segment_ids[rows], pick(batch.token_type_ids), batch.index[rows])
 
 
+@keyword_only
 def iter_batch_masking(
     model,
     batch,
     target: torch.Tensor,
-    method="loo-sign",
+    *, method="loo-sign",
     ratios=None,
-    *,
     mask_token_id: int,
     recursive: bool | None = None,
     segment: str = "first",
@@ -104,7 +106,7 @@ def iter_batch_masking(
         On the model's device.
     target : LongTensor (B,)
         Class explained per row (the gold label in faithfulness curves).
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure; ignored when ``importance`` is given.
     ratios : array-like of float, optional
         Strictly increasing in ``[0, 1]``; default :data:`DEFAULT_RATIOS`.
@@ -134,13 +136,13 @@ def iter_batch_masking(
     """
     grid = check_ratios(ratios)
     measure = _checked_measure(method, importance is not None, method_params)
-    recursive = resolve_recursive(measure, recursive, importance is not None)
-    eligible = eligible_positions(batch, check_segment(segment))
+    recursive = resolve_recursive(measure, recursive=recursive, precomputed=importance is not None)
+    eligible = eligible_positions(batch, segment=check_segment(segment))
 
     def explain(rows: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
         sub = batch.with_input_ids(input_ids) if rows is None else _rows(batch, rows, input_ids)
         return compute_importance(
-            model, sub, target if rows is None else target[rows], measure, mask_token_id=mask_token_id,
+            model, sub, target if rows is None else target[rows], method=measure, mask_token_id=mask_token_id,
             eligible=eligible if rows is None else eligible[rows], generator=generator,
             autocast_dtype=autocast_dtype, internal_batch_size=internal_batch_size, **method_params,
         )
@@ -154,7 +156,7 @@ def iter_batch_masking(
                 ids = torch.where(eligible, torch.full_like(ids, mask_token_id), ids)
             elif ratio > 0.0:
                 scores = _recursive_scores(explain, ids, eligible, ratio, mask_token_id) if recursive else importance
-                ids = mask_top_k(ids, finite_scores(scores), eligible, ratio, mask_token_id)
+                ids = mask_top_k(ids, finite_scores(scores), eligible, ratio=ratio, mask_token_id=mask_token_id)
             yield ratio, ids
 
     return steps()  # arguments are checked now, the work happens on iteration
@@ -177,15 +179,15 @@ def _recursive_scores(explain, ids, eligible, ratio, mask_token_id) -> torch.Ten
     return scores
 
 
+@keyword_only
 def iter_explainer_masking(
     clf,
     encoding,
     target_idx,
-    method="loo-sign",
+    *, method="loo-sign",
     ratios=None,
     recursive: bool | None = None,
     segment: str = "first",
-    *,
     importances=None,
     random_state=None,
     batch_size: int | None = None,
@@ -208,8 +210,8 @@ def iter_explainer_masking(
         From ``clf.encode``.
     target_idx : array-like of int, shape (n_samples,)
         Class index (into ``clf.classes_``) explained per example.
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
-        Importance measure (see :func:`fmmlearn.importance.get_measure`).
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
+        Importance measure (see :func:`fmmlearn.importance.get_method`).
     ratios : array-like of float, optional
         Default :data:`DEFAULT_RATIOS`.
     recursive : bool, optional
@@ -245,13 +247,14 @@ def iter_explainer_masking(
     check_segment(segment)
     precomputed = importances is not None
     measure = _checked_measure(method, precomputed, method_params)
-    recursive = resolve_recursive(measure, recursive, precomputed)
+    recursive = resolve_recursive(measure, recursive=recursive, precomputed=precomputed)
     targets = np.asarray(target_idx, dtype=np.int64)
     if targets.shape != (len(encoding),):
         raise ValueError(f"target_idx must have shape ({len(encoding)},), got {targets.shape}.")
     scores = None
     if precomputed:
-        scores = check_covered(importance_arrays(importances, encoding), eligible_masks(clf, encoding, segment)[0])
+        eligible = eligible_masks(clf, encoding, segment=segment)[0]
+        scores = check_covered(importance_arrays(importances, encoding), eligible)
     if batch_size is None:
         batch_size = clf.batch_size if measure is not None and measure.uses_gradients else clf.inference_batch_size_
     tokenizer = clf.tokenizer_
@@ -273,10 +276,10 @@ def _masked_sets(clf, encoding, targets, measure, grid, scores, batch_size, opti
     device, pad = clf.device_, clf.tokenizer_.pad_token_id
 
     def run(idx):
-        batch = collate(encoding, idx, pad).to(device)
+        batch = collate(encoding, idx, pad_token_id=pad).to(device)
         given = None if scores is None else _padded(scores, idx, batch.input_ids.shape[1]).to(device)
         target = torch.as_tensor(targets[idx], device=device)
-        steps = iter_batch_masking(clf.model_, batch, target, measure, grid, importance=given, **options)
+        steps = iter_batch_masking(clf.model_, batch, target, method=measure, ratios=grid, importance=given, **options)
         return [ids for _, ids in steps]
 
     return map_batches(run, encoding.lengths, batch_size, ragged=True, desc=f"faithfulness ({label})",
@@ -292,10 +295,11 @@ def _padded(scores: list, idx, width: int) -> torch.Tensor:
 
 
 
-def eligible_masks(clf, encoding, segment: str, input_ids=None) -> tuple[list, list]:
+@keyword_only
+def eligible_masks(clf, encoding, *, segment: str, input_ids=None) -> tuple[list, list]:
     """Per example: the eligible positions and which of them hold the mask token."""
-    batch = collate(encoding, np.arange(len(encoding)), clf.tokenizer_.pad_token_id, input_ids=input_ids)
-    eligible = eligible_positions(batch, segment).numpy()
+    batch = collate(encoding, np.arange(len(encoding)), pad_token_id=clf.tokenizer_.pad_token_id, input_ids=input_ids)
+    eligible = eligible_positions(batch, segment=segment).numpy()
     masked = eligible & (batch.input_ids.numpy() == clf.tokenizer_.mask_token_id)
     lengths = encoding.lengths
     return [eligible[i, :n] for i, n in enumerate(lengths)], [masked[i, :n] for i, n in enumerate(lengths)]

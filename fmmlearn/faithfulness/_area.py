@@ -14,6 +14,7 @@ import pandas as pd
 from ..exceptions import FaithfulnessWarning
 from ..metrics import greater_is_better as _metric_greater_is_better
 from ..utils import check_ratios, single_class_note, warn
+from ..utils import keyword_only
 
 __all__ = ["acu", "area_statistics", "racu"]
 
@@ -29,7 +30,7 @@ def _curve_arrays(curve, name: str, ratios):
                 raise ValueError(f"{name} holds several curves (column {column!r} has "
                                  f"{curve[column].nunique()} values); select one.")
         ordered = curve.sort_values("ratio", kind="stable")
-        return check_ratios(ordered["ratio"].to_numpy(), f"{name}['ratio']", endpoints=True), \
+        return check_ratios(ordered["ratio"].to_numpy(), name=f"{name}['ratio']", endpoints=True), \
             ordered["value"].to_numpy(dtype=np.float64), _direction(curve)
     values = np.asarray(curve, dtype=np.float64)
     if values.ndim != 1 or values.size < 2:
@@ -85,37 +86,40 @@ def _area(grid: np.ndarray, values: np.ndarray) -> float:
     return float(np.sum(np.diff(grid) * (values[1:] + values[:-1]) / 2.0))
 
 
-def area_statistics(curve, baseline, grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """ACU, RACU and the baseline's area along the last axis (the ratio grid), for a greater-is-better metric.
+@keyword_only
+def area_statistics(curve, random_curve, *, grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ACU, RACU and the random curve's area along the last axis (the ratio grid), for a greater-is-better metric.
 
     The definitions of :func:`acu` and :func:`racu`, vectorised over any leading axes (bootstrap
     resamples, seeds): ``ACU = ∫ (p_rand - p) dr`` and ``RACU = ACU / ∫ (p_rand - p_rand(1)) dr``
-    (trapezoid rule on ``grid``).  RACU is NaN where the baseline is flat.
+    (trapezoid rule on ``grid``).  RACU is NaN where the random curve is flat.
 
     Parameters
     ----------
-    curve, baseline : ndarray of shape (..., n_ratios)
-        The measure's and the ``rand`` baseline's metric values.
+    curve, random_curve : ndarray of shape (..., n_ratios)
+        The method's and the ``rand`` curve's metric values (the frames call the latter the
+        ``baseline``).
     grid : ndarray of shape (n_ratios,)
 
     Returns
     -------
     acu, racu, baseline_area : ndarray
-        ``baseline_area`` is RACU's denominator, the area random masking leaves above its
+        ``baseline_area`` (the frames' name) is RACU's denominator, the area random masking leaves above its
         fully-masked end; near 0 (or below), RACU is unstable.
 
     Examples
     --------
     >>> import numpy as np
-    >>> a, r, m = area_statistics(np.array([1.0, 0.5, 0.5]), np.array([1.0, 1.0, 0.5]), np.array([0, 0.5, 1]))
+    >>> a, r, m = area_statistics(np.array([1.0, 0.5, 0.5]), np.array([1.0, 1.0, 0.5]),
+    ...                           grid=np.array([0, 0.5, 1]))
     >>> float(a), round(float(r), 4), float(m)
     (0.25, 0.6667, 0.375)
     """
     from scipy.integrate import trapezoid
 
-    curve, baseline = np.asarray(curve, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
-    acu_values = trapezoid(baseline - curve, x=grid, axis=-1)
-    largest = trapezoid(baseline - baseline[..., -1:], x=grid, axis=-1)
+    curve, rand = np.asarray(curve, dtype=np.float64), np.asarray(random_curve, dtype=np.float64)
+    acu_values = trapezoid(rand - curve, x=grid, axis=-1)
+    largest = trapezoid(rand - rand[..., -1:], x=grid, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         racu_values = np.where(largest != 0, acu_values / np.where(largest != 0, largest, 1.0), np.nan)
     return acu_values, racu_values, largest

@@ -13,13 +13,14 @@ from ..datasets import paper_primary_metric
 from ..encoding import collate
 from ..exceptions import FaithfulnessWarning
 from ..explanation import eligible_masks, iter_explainer_masking
-from ..importance import get_measure
+from ..importance import get_method
 from ..masking import fixed_count_masking, maskable_positions
 from ..metrics import get_metric
 from ..modeling import probabilities
 from ..utils import (
     SEGMENTS, check_ratios, check_segment, gold_targets, positive_int, reports_truncation_once, resolve_seed, warn,
 )
+from ..utils import keyword_only
 
 __all__ = ["BASELINE", "CURVE_COLUMNS", "RANDOM_MASKING", "faithfulness_curve", "masked_fractions",
            "random_masking_curve", "step_logits", "step_outcomes"]
@@ -41,11 +42,12 @@ def resolve_metric(clf, metric):
     without a dataset with accuracy.
     """
     if metric is None:
-        metric = paper_primary_metric(getattr(clf, "dataset", None), "clf.dataset") or "accuracy"
+        metric = paper_primary_metric(getattr(clf, "dataset", None), argname="clf.dataset") or "accuracy"
     return get_metric(metric)
 
 
-def masked_fractions(clf, encoding, ids, segment: str) -> np.ndarray:
+@keyword_only
+def masked_fractions(clf, encoding, ids, *, segment: str) -> np.ndarray:
     """Per example, the share of its eligible tokens holding the mask token (NaN where none is eligible).
 
     Parameters
@@ -61,7 +63,7 @@ def masked_fractions(clf, encoding, ids, segment: str) -> np.ndarray:
     -------
     ndarray of shape (n_examples,), float64
     """
-    eligible, masked = eligible_masks(clf, encoding, segment, input_ids=ids)
+    eligible, masked = eligible_masks(clf, encoding, segment=segment, input_ids=ids)
     n = np.array([e.sum() for e in eligible], dtype=np.float64)
     hits = np.array([m.sum() for m in masked], dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -111,7 +113,8 @@ def step_logits(clf, encoding, id_sets: list) -> list[np.ndarray]:
     return [logits[where[step]] for step in range(len(id_sets))]
 
 
-def step_outcomes(clf, encoding, steps, segment: str) -> tuple[list, list]:
+@keyword_only
+def step_outcomes(clf, encoding, steps, *, segment: str) -> tuple[list, list]:
     """The per-example outcomes of every masking step: what a curve aggregates (docs/faithfulness.md).
 
     Parameters
@@ -132,7 +135,8 @@ def step_outcomes(clf, encoding, steps, segment: str) -> tuple[list, list]:
         Per step, :func:`masked_fractions`.
     """
     id_sets = [ids for _, ids in steps]
-    return step_logits(clf, encoding, id_sets), [masked_fractions(clf, encoding, ids, segment) for ids in id_sets]
+    return step_logits(clf, encoding, id_sets), [masked_fractions(clf, encoding, ids, segment=segment)
+                                                for ids in id_sets]
 
 
 def _metric_value(metric, clf, y_true, logits: np.ndarray) -> float:
@@ -152,7 +156,7 @@ def _curve_frame(clf, encoding, y_true, steps, metric, method: str, segment: str
     steps = list(steps)
     cached = lambda ratio: endpoints is not None and ratio in (0.0, 1.0)  # noqa: E731
     todo = [(ratio, ids) for ratio, ids in steps if not (cached(ratio) and ratio in endpoints)]
-    logits, fractions = step_outcomes(clf, encoding, todo, segment)
+    logits, fractions = step_outcomes(clf, encoding, todo, segment=segment)
     scores = {ratio: (_metric_value(metric, clf, y_true, step), _mean_fraction(fraction))
               for (ratio, _), step, fraction in zip(todo, logits, fractions)}
     for ratio, score in scores.items():
@@ -174,7 +178,7 @@ def _warn_if_unmaskable(clf, encoding, segment) -> None:
     masked: such an example keeps its clean prediction at every ratio and
     flattens the curve towards the random one.
     """
-    eligible, _ = eligible_masks(clf, encoding, check_segment(segment))
+    eligible, _ = eligible_masks(clf, encoding, segment=check_segment(segment))
     empty = [i for i, e in enumerate(eligible) if not e.any()]
     if empty:
         where = "segment A (the first text of each pair)" if encoding.is_pair and segment == "first" else "text"
@@ -188,14 +192,16 @@ def encoded_curve(clf, encoding, target_idx, method, *, ratios=None, recursive=N
                    **method_params):
     metric = resolve_metric(clf, metric)
     label = (method if isinstance(method, str) else "precomputed") if importances is not None \
-        else get_measure(method).name
+        else get_method(method).name
     _warn_if_unmaskable(clf, encoding, segment)
-    steps = iter_explainer_masking(clf, encoding, target_idx, method, ratios, recursive, segment,
+    steps = iter_explainer_masking(clf, encoding, target_idx, method=method, ratios=ratios, recursive=recursive,
+                                   segment=segment,
                                    importances=importances, random_state=random_state, batch_size=batch_size,
                                    **method_params)
     return _curve_frame(clf, encoding, clf.classes_[target_idx], steps, metric, label, segment, endpoints)
 
 
+@keyword_only
 @reports_truncation_once
 @validate_params(
     {"recursive": ["boolean", None], "segment": [StrOptions(set(SEGMENTS))], "batch_size": [positive_int(), None]},
@@ -205,7 +211,7 @@ def faithfulness_curve(
     clf,
     X,
     y,
-    method="loo-sign",
+    *, method="loo-sign",
     ratios=None,
     recursive: bool | None = None,
     segment: str = "first",
@@ -232,7 +238,7 @@ def faithfulness_curve(
     X : sequence of str, or sentence pairs
     y : array-like of shape (n_samples,)
         Gold labels (values of ``clf.classes_``).
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure: ``rand``, ``grad-l2``, ``grad-l1``,
         ``inp-grad-sign``, ``inp-grad-abs``, ``int-grad-sign``,
         ``int-grad-abs``, ``loo-sign``, ``loo-abs`` or ``beam-sign-K``.  With
@@ -307,16 +313,18 @@ def faithfulness_curve(
 
 
 def _iter_random_masking(clf, encoding, grid, seed: int) -> Iterator[tuple[float, list]]:
-    batch = collate(encoding, np.arange(len(encoding)), clf.tokenizer_.pad_token_id)
+    batch = collate(encoding, np.arange(len(encoding)), pad_token_id=clf.tokenizer_.pad_token_id)
     maskable = maskable_positions(batch.attention_mask, batch.special_tokens_mask)
     generator = torch.Generator(device="cpu").manual_seed(seed)
     for ratio in grid.tolist():
-        ids = fixed_count_masking(batch.input_ids, maskable, ratio, clf.tokenizer_.mask_token_id, generator).numpy()
+        ids = fixed_count_masking(batch.input_ids, maskable, ratio=ratio, mask_token_id=clf.tokenizer_.mask_token_id,
+                                  generator=generator).numpy()
         yield ratio, [ids[i, :n] for i, n in enumerate(encoding.lengths)]
 
 
+@keyword_only
 @reports_truncation_once
-def random_masking_curve(clf, X, y, ratios=None, metric=None, random_state=None) -> pd.DataFrame:
+def random_masking_curve(clf, X, y, *, ratios=None, metric=None, random_state=None) -> pd.DataFrame:
     """Performance under random masking of all maskable tokens (both segments), ratio by ratio.
 
     The paper's check that the fine-tuned model tolerates masking: at each

@@ -34,7 +34,7 @@ from ..encoding import Encoding
 from ..exceptions import FaithfulnessWarning, UncertifiedErasureWarning
 from ..explanation import eligible_masks, finite_scores
 from ..explanation import explain_encoded
-from ..importance import get_measure
+from ..importance import get_method
 from ..importance.precomputed import check_covered, importance_arrays
 from ..masking import mask_top_k
 from ..modeling import probabilities
@@ -44,6 +44,7 @@ from ..utils import (
     resolve_targets, warn,
 )
 from ._token_lists import is_token_list_form, token_list_scores
+from ..utils import keyword_only
 
 __all__ = ["AOPC", "DEFAULT_K", "ERASURE_MODES", "PER_EXAMPLE_COLUMNS", "REMOVALS", "SUMMARY_COLUMNS",
            "ErasureReport", "check_k", "erasure_metrics"]
@@ -96,7 +97,8 @@ class ErasureReport(NamedTuple):
     per_example: pd.DataFrame
     summary: pd.DataFrame
 
-    def plot(self, ax=None, path=None, *, title: str | None = None):
+    @keyword_only
+    def plot(self, ax=None, *, path=None, title: str | None = None):
         """Draw the metrics against ``k``, coloured by validity (see :func:`fmmlearn.plotting.plot_erasure`).
 
         Parameters
@@ -121,7 +123,8 @@ class ErasureReport(NamedTuple):
 # --------------------------------------------------------------------------- argument checks
 
 
-def check_k(k, name: str = "k") -> np.ndarray:
+@keyword_only
+def check_k(k, *, name: str = "k") -> np.ndarray:
     """Validate the erasure fractions: one number or a non-empty sequence, each in ``(0, 1]``.
 
     Parameters
@@ -184,9 +187,9 @@ def _checked_method(method, importances, method_params: dict):
             raise ValueError(f"with importances, method is only a label (a str), got {type(method).__name__}.")
         return None, "precomputed" if method is None else method
     if method is None:
-        raise ValueError("pass method (an importance measure such as 'loo-sign', see importance_measures()) or "
+        raise ValueError("pass method (an importance measure such as 'loo-sign', see importance_methods()) or "
                          "importances (precomputed scores); got neither.")
-    measure = get_measure(method)
+    measure = get_method(method)
     measure.bind({k: v for k, v in method_params.items() if k not in _FORWARD_OPTIONS})
     return measure, measure.name
 
@@ -262,7 +265,8 @@ def _rationales(scores: list, eligible: list, k: float) -> list:
     allowed = _padded(eligible, False, bool)
     importance = finite_scores(_padded([np.nan_to_num(s, nan=0.0) for s in scores], 0.0, np.float64))
     sentinel = -1  # an id no token has: nothing counts as "already masked"
-    hit = mask_top_k(torch.zeros_like(allowed, dtype=torch.long), importance, allowed, k, sentinel) == sentinel
+    hit = mask_top_k(torch.zeros_like(allowed, dtype=torch.long), importance, allowed, ratio=k,
+                     mask_token_id=sentinel) == sentinel
     return [np.flatnonzero(row[: len(e)]) for row, e in zip(hit.numpy(), eligible)]
 
 
@@ -387,6 +391,7 @@ _REMOVAL_CONSTRAINTS = {
 }
 
 
+@keyword_only
 @reports_truncation_once
 @validate_params(
     {**_REMOVAL_CONSTRAINTS,
@@ -399,8 +404,7 @@ def erasure_metrics(
     clf,
     X,
     y=None,
-    method=None,
-    *,
+    *, method=None,
     importances=None,
     k=DEFAULT_K,
     mode=ERASURE_MODES,
@@ -433,7 +437,7 @@ def erasure_metrics(
     X : sequence of str, or sentence pairs
     y : array-like of shape (n_samples,), optional
         Gold labels: their class is the target (without ``y`` or ``target``, the predicted class).
-    method : str, Measure or explainer value (docs/explainers.md), optional
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), optional
         Importance measure, computed on the clean inputs for the target class; with ``importances`` only
         the label of the rows (default ``"precomputed"``).
     importances : optional
@@ -488,7 +492,7 @@ def erasure_metrics(
 
     Examples
     --------
-    >>> report = erasure_metrics(clf, X_test, y_test, "inp-grad-sign", X_calib=X_valid)   # doctest: +SKIP
+    >>> report = erasure_metrics(clf, X_test, y_test, method="inp-grad-sign", X_calib=X_valid)  # doctest: +SKIP
     >>> report.summary[["mode", "k", "mean", "ci_low", "ci_high", "ood_share", "valid"]]     # doctest: +SKIP
     """
     grid, modes = check_k(k), _check_modes(mode)
@@ -502,7 +506,7 @@ def erasure_metrics(
     seed = resolve_seed(random_state, clf.random_state)
 
     encoding = clf.encode(X)
-    eligible, _ = eligible_masks(clf, encoding, segment)
+    eligible, _ = eligible_masks(clf, encoding, segment=segment)
     scores = None if importances is None else _precomputed_scores(importances, clf, encoding, eligible)
     given = y is not None or target is not None
     target_idx = resolve_targets(clf, encoding, y=y, target=target) if given else None
@@ -510,7 +514,7 @@ def erasure_metrics(
     if X_calib is not None:
         masf = MaSF(random_state=seed) if masf is None else clone(masf)
         calib = X_calib
-        _check_calibration_size(masf, len(clf.encode(X_calib, "X_calib")))
+        _check_calibration_size(masf, len(clf.encode(X_calib, name="X_calib")))
     certified = masf is not None
     if not certified:
         warn("no X_calib or fitted masf: the erasure metrics are not certified in-distribution "
@@ -529,7 +533,7 @@ def erasure_metrics(
     p_full = probabilities(logits)[np.arange(len(encoding)), target_idx]
     if scores is None:
         forward = {key: method_params.pop(key) for key in _FORWARD_OPTIONS if key in method_params}
-        scores = explain_encoded(clf, encoding, target_idx, measure, segment, batch_size=batch_size,
+        scores = explain_encoded(clf, encoding, target_idx, method=measure, segment=segment, batch_size=batch_size,
                                  random_state=derive_seed(seed, 1), **forward, **method_params)
     plan = _plan([np.asarray(s, dtype=np.float64) for s in scores], eligible, modes, grid)
     _warn_empty_k(plan, grid)

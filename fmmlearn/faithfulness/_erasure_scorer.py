@@ -10,7 +10,7 @@ import pandas as pd
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..exceptions import FaithfulnessWarning
-from ..importance import get_measure
+from ..importance import get_method
 from ..utils import derive_seed, positive_int, resolve_seed, sample_examples, warn
 from ._erasure import _REMOVAL_CONSTRAINTS, AOPC, DEFAULT_K, ERASURE_MODES, _check_choice, check_k, erasure_metrics
 
@@ -63,7 +63,8 @@ class _ErasureScorer:
         with warnings.catch_warnings():
             # Without X_calib the scorer does not certify (documented); empty k are reported below as NaN.
             warnings.simplefilter("ignore", FaithfulnessWarning)
-            report = erasure_metrics(estimator, X, y, self.method, k=self.k, mode=self.mode, removal=self.removal,
+            report = erasure_metrics(estimator, X, y, method=self.method, k=self.k, mode=self.mode,
+                                     removal=self.removal,
                                      segment=self.segment, X_calib=self.X_calib, alpha=self.alpha,
                                      max_invalid_factor=self.max_invalid_factor, n_bootstrap=0,
                                      random_state=self.random_state, **self.method_params)
@@ -116,7 +117,7 @@ def make_erasure_scorer(
 
     Parameters
     ----------
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure; ``inp-grad-sign`` (one backward pass) is much
         cheaper for model selection.
     mode : {"comprehensiveness", "sufficiency"}, default="comprehensiveness"
@@ -157,7 +158,7 @@ def make_erasure_scorer(
     ...                       scoring={"accuracy": "accuracy", "faithfulness": scorer},
     ...                       refit=faithful_refit(tolerance=0.02))
     """
-    measure = get_measure(method)
+    measure = get_method(method)
     measure.bind({key: v for key, v in method_params.items() if key not in _FORWARD_OPTIONS})
     grid = tuple(check_k(k).tolist())
     if isinstance(aggregate, str):

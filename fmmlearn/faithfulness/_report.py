@@ -12,13 +12,14 @@ import pandas as pd
 from sklearn.utils._param_validation import validate_params
 
 from ..exceptions import FaithfulnessWarning
-from ..importance import get_measure
+from ..importance import get_method
 from ..utils import (
     StrictInterval, check_ratios, check_segment, derive_seed, gold_targets, mean_ci, positive_int,
     reports_truncation_once, resolve_seed, warn,
 )
 from ._area import acu, flat_baseline_reason, racu
 from ._curves import BASELINE, encoded_curve
+from ..utils import keyword_only
 
 __all__ = ["DEFAULT_REPORT_METHODS", "FaithfulnessReport", "faithfulness_report"]
 
@@ -43,7 +44,8 @@ class FaithfulnessReport(NamedTuple):
     curves: pd.DataFrame
     summary: pd.DataFrame
 
-    def plot(self, ax=None, path=None):
+    @keyword_only
+    def plot(self, ax=None, *, path=None):
         """Draw the curves with the random baseline dashed (see :func:`fmmlearn.plotting.plot_faithfulness`).
 
         Parameters
@@ -88,6 +90,7 @@ def _tagged(curve: pd.DataFrame, repeat: int, role: str) -> pd.DataFrame:
     return curve.assign(repeat=repeat, role=role)
 
 
+@keyword_only
 @reports_truncation_once
 @validate_params(
     {"n_repeats": [positive_int()], "batch_size": [positive_int(), None],
@@ -98,11 +101,10 @@ def faithfulness_report(
     clf,
     X,
     y,
-    methods=DEFAULT_REPORT_METHODS,
+    *, methods=DEFAULT_REPORT_METHODS,
     n_repeats: int = 5,
     ratios=None,
     random_state=None,
-    *,
     metric=None,
     segment: str = "first",
     batch_size: int | None = None,
@@ -146,7 +148,7 @@ def faithfulness_report(
     >>> report.summary[["method", "racu", "racu_low", "racu_high"]]                             # doctest: +SKIP
     """
     single = isinstance(methods, str) or not isinstance(methods, (list, tuple))
-    measures = [get_measure(m) for m in ([methods] if single else list(methods))]
+    measures = [get_method(m) for m in ([methods] if single else list(methods))]
     if not measures:
         raise ValueError("methods must name at least one importance measure.")
     options = dict(ratios=check_ratios(ratios, endpoints=True), segment=check_segment(segment), metric=metric,

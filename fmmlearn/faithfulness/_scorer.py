@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import validate_params
 
 from ..exceptions import FaithfulnessWarning
 from ..explanation import eligible_masks, resolve_recursive
-from ..importance import get_measure
+from ..importance import get_method
 from ..metrics import get_metric
 from ..utils import (
     DEFAULT_RATIOS, StrictInterval, check_ratios, check_segment, derive_seed, gold_targets, positive_int,
@@ -35,7 +35,7 @@ def _baseline_values(clf, encoding, target_idx, seeds, **options) -> pd.DataFram
 
 
 def _has_eligible(clf, encoding, segment: str) -> bool:
-    eligible, _ = eligible_masks(clf, encoding, segment)
+    eligible, _ = eligible_masks(clf, encoding, segment=segment)
     return any(e.any() for e in eligible)
 
 
@@ -128,7 +128,7 @@ def make_faithfulness_scorer(
 
     Parameters
     ----------
-    method : str, Measure or explainer value (docs/explainers.md), default="loo-sign"
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="loo-sign"
         Importance measure.  Leave-one-out costs ``n + 1`` forward passes per
         example and step; ``inp-grad-sign`` (one backward pass) is much cheaper
         for model selection.
@@ -173,13 +173,13 @@ def make_faithfulness_scorer(
     ...                       scoring={"accuracy": "accuracy", "faithfulness": scorer},
     ...                       refit=faithful_refit(tolerance=0.02))
     """
-    measure = get_measure(method)
+    measure = get_method(method)
     measure.bind({k: v for k, v in method_params.items() if k not in _FRAME_OPTIONS})
     if metric is not None:
         get_metric(metric)
     grid = tuple(check_ratios(ratios, endpoints=True).tolist())
     check_segment(segment)
-    resolve_recursive(measure, recursive, False)
+    resolve_recursive(measure, recursive=recursive, precomputed=False)
     resolve_seed(random_state, 0)
     # an explainer value is kept as given (it pickles where it can); a built-in measure by its name
     return _FaithfulnessScorer(measure.name if measure.explainer is None else method, metric, grid, bool(relative), int(n_random), random_state, segment,

@@ -1,8 +1,8 @@
-"""Token-importance measures (docs/explain.md), by the paper's names.
+"""Token-importance methods (docs/explain.md), by the paper's names.
 
 ``compute_importance(model, batch, target, method, ...)`` scores every
-position of a padded batch for one measure; :func:`get_measure` and
-:func:`importance_measures` describe the measures.  One module per family:
+position of a padded batch for one method; :func:`get_method` and
+:func:`importance_methods` describe the methods.  One module per family:
 :mod:`.gradient` (``grad-l2``, ``grad-l1``, ``inp-grad-*``), :mod:`.integrated`
 (``int-grad-*``), :mod:`.occlusion` (``loo-*``), :mod:`.beam`
 (``beam-sign-K``) and :mod:`.random` (``rand``); ``registry`` names them, ``precomputed``
@@ -20,12 +20,16 @@ import numbers
 import torch
 
 from ..encoding import Batch
+from ..utils import renamed_attributes
 from ._utils import Problem, inference_context
 from .external import CallableExplainer, CaptumExplainer, Explainer, as_explainer
-from .registry import MEASURE_NAMES, Measure, get_measure, importance_measures
+from .registry import METHOD_NAMES, RENAMED, ImportanceMethod, get_method, importance_methods
+from ..utils import keyword_only
 
-__all__ = ["MEASURE_NAMES", "CallableExplainer", "CaptumExplainer", "Explainer", "Measure", "Problem",
-           "as_explainer", "compute_importance", "get_measure", "importance_measures"]
+__all__ = ["METHOD_NAMES", "CallableExplainer", "CaptumExplainer", "Explainer", "ImportanceMethod", "Problem",
+           "as_explainer", "compute_importance", "get_method", "importance_methods"]
+
+__getattr__ = renamed_attributes(__name__, RENAMED, globals())
 
 
 def _check_shapes(batch: Batch, target: torch.Tensor, eligible: torch.Tensor) -> None:
@@ -38,12 +42,12 @@ def _check_shapes(batch: Batch, target: torch.Tensor, eligible: torch.Tensor) ->
                          f"{getattr(eligible, 'dtype', type(eligible).__name__)} {tuple(getattr(eligible, 'shape', ()))}.")
 
 
+@keyword_only
 def compute_importance(
     model: torch.nn.Module,
     batch: Batch,
     target: torch.Tensor,
-    method,
-    *,
+    *, method,
     mask_token_id: int,
     eligible: torch.Tensor,
     generator: torch.Generator | None = None,
@@ -65,8 +69,8 @@ def compute_importance(
         Already on the model's device.
     target : LongTensor (B,)
         Class index per example; the explained quantity is its logit.
-    method : str, Measure or explainer value
-        A name of :data:`MEASURE_NAMES` (``beam-sign-K`` for any width K), or
+    method : str, ImportanceMethod or explainer value
+        A name of :data:`METHOD_NAMES` (``beam-sign-K`` for any width K), or
         a callable, Captum attribution or :class:`Explainer`
         (docs/explainers.md).
     mask_token_id : int
@@ -102,11 +106,11 @@ def compute_importance(
 
     Examples
     --------
-    >>> scores = compute_importance(model, batch, target, "loo-sign",      # doctest: +SKIP
+    >>> scores = compute_importance(model, batch, target, method="loo-sign",  # doctest: +SKIP
     ...                             mask_token_id=tokenizer.mask_token_id,
     ...                             eligible=eligible_positions(batch))
     """
-    measure = get_measure(method)
+    measure = get_method(method)
     params = measure.bind(method_params)
     if internal_batch_size is not None and (isinstance(internal_batch_size, bool) or not isinstance(
             internal_batch_size, numbers.Integral) or internal_batch_size < 1):

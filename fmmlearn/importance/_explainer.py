@@ -55,7 +55,11 @@ def _check_batch_size(batch_size):
 
 
 class Explainer:
-    """Base class of explainers given as values (docs/explainers.md).
+    """Base class of explainers: an importance method given as a value (docs/explainers.md).
+
+    Wherever a method is asked for (``method=``, ``methods=``) a name of
+    :data:`~fmmlearn.importance.METHOD_NAMES` or an explainer goes; "explainer"
+    is the word Captum and ferret use for such objects.
 
     Subclasses implement :meth:`attribute`; everything else (batching, shape
     and NaN checks, the reduction, signedness, naming which text failed) is

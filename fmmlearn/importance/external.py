@@ -28,7 +28,7 @@ def registered_explainer(name: str):
 
 
 def is_explainer_like(obj) -> bool:
-    """Whether ``obj`` is an explainer value (not a measure's name nor a ``Measure``)."""
+    """Whether ``obj`` is an explainer value (not a measure's name nor a ``ImportanceMethod``)."""
     if isinstance(obj, Explainer) or is_captum(obj):
         return True
     return callable(obj) and not isinstance(obj, str) and not hasattr(obj, "bind")

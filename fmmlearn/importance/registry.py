@@ -1,4 +1,8 @@
-"""The importance measures by the paper's names, with their properties (docs/explain.md)."""
+"""The importance methods by the paper's names, with their properties (docs/explain.md).
+
+The old names ``Measure``, ``MEASURE_NAMES``, ``get_measure`` and ``importance_measures`` still work, with a
+FutureWarning (docs/changes.md).
+"""
 
 from __future__ import annotations
 
@@ -10,14 +14,15 @@ from typing import Callable
 import pandas as pd
 
 from . import beam, gradient, integrated, occlusion, random
+from ..utils import renamed_attributes
 from .external import as_explainer, is_explainer_like, registered_explainer
 
-__all__ = ["Measure", "MEASURE_NAMES", "get_measure", "importance_measures"]
+__all__ = ["ImportanceMethod", "METHOD_NAMES", "get_method", "importance_methods"]
 
 
 @dataclass(frozen=True)
-class Measure:
-    """One importance measure: how to compute it and how to use it.
+class ImportanceMethod:
+    """One importance method (an explanation technique): how to compute it and how to use it.
 
     Attributes
     ----------
@@ -99,7 +104,7 @@ class Measure:
 
 
 def _entry(name, signed, recursive, cost, fn, params=None, uses_gradients=False, description="", check=None):
-    return Measure(name, signed, recursive, cost, fn, dict(params or {}), uses_gradients, description, check)
+    return ImportanceMethod(name, signed, recursive, cost, fn, dict(params or {}), uses_gradients, description, check)
 
 
 _FIXED = [
@@ -125,11 +130,11 @@ _FIXED = [
 _MEASURES = {m.name: m for m in _FIXED}
 _BEAM = re.compile(r"beam-sign-(-?\d+)")
 
-#: The names :func:`get_measure` accepts (``K`` is any positive beam width).
-MEASURE_NAMES = tuple(_MEASURES) + ("beam-sign-K",)
+#: The names :func:`get_method` accepts (``K`` is any positive beam width).
+METHOD_NAMES = tuple(_MEASURES) + ("beam-sign-K",)
 
 
-def _beam_measure(width: int) -> Measure:
+def _beam_measure(width: int) -> ImportanceMethod:
     if width < 1:
         raise ValueError(f"the beam width of method 'beam-sign-{width}' must be at least 1, got {width}.")
     return _entry(f"beam-sign-{width}", True, False, f"~ {width} * n^2 / 2 forwards", beam.beam_search,
@@ -141,22 +146,22 @@ def _explainer_scores(problem, *, explainer):
     return explainer.scores(problem)
 
 
-def explainer_measure(explainer) -> Measure:
-    """The :class:`Measure` of an explainer value (its signedness as known now)."""
+def explainer_measure(explainer) -> ImportanceMethod:
+    """The :class:`ImportanceMethod` of an explainer value (its signedness as known now)."""
     if explainer.name in _MEASURES or _BEAM.fullmatch(explainer.name):
         raise ValueError(f"an explainer may not take the built-in measure's name {explainer.name!r}; pass name=.")
-    return Measure(explainer.name, explainer.signed, True, explainer.cost, _explainer_scores,
+    return ImportanceMethod(explainer.name, explainer.signed, True, explainer.cost, _explainer_scores,
                    {"explainer": explainer}, explainer.uses_gradients, repr(explainer), None, explainer)
 
 
-def get_measure(name) -> Measure:
+def get_method(name) -> ImportanceMethod:
     """Look an importance measure up by its paper name, or make one of an explainer value.
 
     Parameters
     ----------
-    name : str, Measure or explainer value
-        One of :data:`MEASURE_NAMES`; ``beam-sign-K`` takes any beam width
-        ``K >= 1`` (e.g. ``"beam-sign-10"``).  A :class:`Measure` is returned
+    name : str, ImportanceMethod or explainer value
+        One of :data:`METHOD_NAMES`; ``beam-sign-K`` takes any beam width
+        ``K >= 1`` (e.g. ``"beam-sign-10"``).  A :class:`ImportanceMethod` is returned
         as is.  An explainer value -- a callable ``fn(input_ids,
         attention_mask, target) -> scores``, a Captum attribution class or
         object, an :class:`~fmmlearn.importance.Explainer` -- becomes a
@@ -165,7 +170,7 @@ def get_measure(name) -> Measure:
 
     Returns
     -------
-    Measure
+    ImportanceMethod
 
     Raises
     ------
@@ -173,7 +178,7 @@ def get_measure(name) -> Measure:
         For an unknown name (the message lists the valid ones) or a beam
         width below 1.
     """
-    if isinstance(name, Measure):
+    if isinstance(name, ImportanceMethod):
         return name
     if isinstance(name, str):
         if name in _MEASURES:
@@ -186,12 +191,12 @@ def get_measure(name) -> Measure:
             return explainer_measure(known)
     elif is_explainer_like(name):
         return explainer_measure(as_explainer(name))
-    raise ValueError(f"method must be one of {list(MEASURE_NAMES)} (K = beam width, e.g. 'beam-sign-10'), "
+    raise ValueError(f"method must be one of {list(METHOD_NAMES)} (K = beam width, e.g. 'beam-sign-10'), "
                      "a callable fn(input_ids, attention_mask, target) -> scores, a Captum attribution class or "
                      f"object, or the name of an explainer used before, got {name!r}.")
 
 
-def importance_measures() -> pd.DataFrame:
+def importance_methods() -> pd.DataFrame:
     """The available importance measures and their properties, one row each.
 
     Returns
@@ -203,8 +208,8 @@ def importance_measures() -> pd.DataFrame:
 
     Examples
     --------
-    >>> from fmmlearn.importance import importance_measures
-    >>> importance_measures().loc["loo-sign", "cost"]
+    >>> from fmmlearn.importance import importance_methods
+    >>> importance_methods().loc["loo-sign", "cost"]
     'n + 1 forwards'
     """
     rows = list(_MEASURES.values()) + [_beam_measure(1)]
@@ -217,3 +222,10 @@ def importance_measures() -> pd.DataFrame:
     )
     frame.loc[frame.index[-1], ["name", "cost"]] = ["beam-sign-K", "~ K * n^2 / 2 forwards"]
     return frame.set_index("name")
+
+
+#: Old names (issue 36) -> new names; each still works, with a FutureWarning.
+RENAMED = {"Measure": "ImportanceMethod", "MEASURE_NAMES": "METHOD_NAMES", "get_measure": "get_method",
+           "importance_measures": "importance_methods"}
+
+__getattr__ = renamed_attributes(__name__, RENAMED, globals())

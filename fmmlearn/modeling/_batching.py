@@ -151,7 +151,8 @@ def map_batches(fn: Callable, lengths, batch_size: int, *, ragged: bool = False,
             else:
                 out[idx] = part
 
-    batches, split = batches_for_this_process(length_grouped_batches(lengths, batch_size), lengths, what=desc)
+    batches, split = batches_for_this_process(length_grouped_batches(lengths, batch_size=batch_size), lengths,
+                                              what=desc)
     seed = None if generator is None else generator.initial_seed()
     mine = []  # this process's (indices, rows) when the batches are split across processes
     with progress_bar(sum(map(len, batches)), desc, verbose and is_main_process()) as bar:
@@ -216,7 +217,7 @@ def predict_logits(
     from ..encoding import collate
 
     def run(idx):
-        batch = collate(encoding, idx, pad_token_id, input_ids=input_ids).to(device)
+        batch = collate(encoding, idx, pad_token_id=pad_token_id, input_ids=input_ids).to(device)
         return forward_logits(model, batch.model_inputs(), device, dtype)
 
     return check_finite_logits(map_batches(run, encoding.lengths, batch_size, desc="predict", verbose=verbose), dtype)

@@ -95,7 +95,7 @@ def autocast_dtype_for(clf, measure=None, precision: str | None = None) -> torch
     ----------
     clf : FittedClassifier
         Reads ``inference_dtype_`` (the classifier's measured prediction precision) and ``device_``.
-    measure : Measure, optional
+    measure : ImportanceMethod, optional
         Only ``measure.uses_gradients`` is read: gradient measures are the ``"gradient"``
         family, all others (leave-one-out, beam search) the ``"forward"`` family.
     precision : {None, "auto", "fp32", "bf16", "fp16"}

@@ -42,13 +42,14 @@ def fit_detector(clf, detector, X_calib, *, X_train=None, dist_repeats=1, random
     """
     seed = resolve_seed(random_state, clf.random_state)
     detector = make_detector(detector, random_state=seed)
-    calib = clf.encode(X_calib, "X_calib")
+    calib = clf.encode(X_calib, name="X_calib")
     if X_train is None:
         features = _masked_features(clf, calib, dist_repeats, seed, batch_size, pooling=detector.pooling)
-        return detector.fit(features, groups=calibration_groups(len(calib), dist_repeats))
-    train = clf.encode(X_train, "X_train")
+        return detector.fit(features, groups=calibration_groups(len(calib), dist_repeats=dist_repeats))
+    train = clf.encode(X_train, name="X_train")
     reference = _masked_features(clf, train, dist_repeats, seed, batch_size, pooling=detector.pooling)
     # Another seed than the training copies': a calibration text is masked like a fresh training batch.
     held_out = _masked_features(clf, calib, 1, derive_seed(seed, 7), batch_size, pooling=detector.pooling)
-    return detector.fit(reference, groups=calibration_groups(len(train), dist_repeats), calibration=held_out)
+    return detector.fit(reference, groups=calibration_groups(len(train), dist_repeats=dist_repeats),
+                        calibration=held_out)
 

@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from ._checks import _check_pvalues, _check_thresholds
+from ..utils import keyword_only
 
 __all__ = ["DEFAULT_THRESHOLDS", "fisher_pvalue", "geometric_mean_pvalue", "simes_pvalue", "summarize_pvalues"]
 
@@ -40,7 +41,8 @@ def _simes_of_sorted(p, axis):
     return np.min(p * n / ranks, axis=axis)
 
 
-def simes_pvalue(p, axis=-1):
+@keyword_only
+def simes_pvalue(p, *, axis=-1):
     """Simes' combined p-value ``min_i p_(i) n / i`` of n p-values.
 
     It is valid when the p-values are independent or positively dependent,
@@ -149,7 +151,8 @@ def _reference_fisher_pvalue(p):
     return float(stats.chi2.sf(statistic, df=2 * p.size))
 
 
-def summarize_pvalues(p, thresholds=DEFAULT_THRESHOLDS, *, calibration="calibrated"):
+@keyword_only
+def summarize_pvalues(p, *, thresholds=DEFAULT_THRESHOLDS, calibration="calibrated"):
     """Dataset-level summary of per-example p-values (docs/ood.md).
 
     Parameters

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from ..utils import keyword_only
 
 __all__ = ["PLACEHOLDERS", "Placeholder", "placeholder_ids", "placeholder_inputs", "random_token_ids",
            "resolve_placeholder"]
@@ -67,7 +68,8 @@ class Placeholder:
         return "a token at the mean input embedding"
 
 
-def resolve_placeholder(clf, kind: str = "auto") -> Placeholder:
+@keyword_only
+def resolve_placeholder(clf, *, kind: str = "auto") -> Placeholder:
     """The placeholder of ``clf``'s matched positive control.
 
     Parameters
@@ -101,7 +103,8 @@ def resolve_placeholder(clf, kind: str = "auto") -> Placeholder:
     return Placeholder("mean-embedding", int(tokenizer.mask_token_id), "mean embedding")
 
 
-def placeholder_ids(masked_ids, original_ids, mask_token_id: int, placeholder: Placeholder) -> list:
+@keyword_only
+def placeholder_ids(masked_ids, original_ids, *, mask_token_id: int, placeholder: Placeholder) -> list:
     """Per example, ``masked_ids`` with every token masked by the masking put back as the placeholder.
 
     Positions whose original token already was the mask token are left alone, so the control
@@ -126,8 +129,9 @@ def placeholder_ids(masked_ids, original_ids, mask_token_id: int, placeholder: P
     return out
 
 
+@keyword_only
 @contextlib.contextmanager
-def placeholder_inputs(model, placeholder: Placeholder):
+def placeholder_inputs(model, *, placeholder: Placeholder):
     """Within the block, ``model`` embeds the placeholder as the mean input embedding (``"mean-embedding"`` only).
 
     A forward hook on the input embedding swaps the rows of ``placeholder.token_id`` for the mean of
@@ -173,7 +177,8 @@ def _embedding_weight(table) -> torch.Tensor:
     return next(m for m in table.modules() if isinstance(m, torch.nn.Embedding)).weight
 
 
-def random_token_ids(clf, encoding, seed: int, segment: str) -> list:
+@keyword_only
+def random_token_ids(clf, encoding, *, seed: int, segment: str) -> list:
     """Per example, its ids with every maskable token replaced by a random non-special vocabulary token.
 
     Parameters
@@ -192,8 +197,8 @@ def random_token_ids(clf, encoding, seed: int, segment: str) -> list:
     from ..encoding import collate
     from ..masking import eligible_positions
 
-    batch = collate(encoding, np.arange(len(encoding)), clf.tokenizer_.pad_token_id)
-    eligible = eligible_positions(batch, segment)
+    batch = collate(encoding, np.arange(len(encoding)), pad_token_id=clf.tokenizer_.pad_token_id)
+    eligible = eligible_positions(batch, segment=segment)
     special = set(clf.tokenizer_.all_special_ids)
     vocabulary = torch.tensor([i for i in range(len(clf.tokenizer_)) if i not in special])
     rng = torch.Generator().manual_seed(int(seed))

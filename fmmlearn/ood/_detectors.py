@@ -36,6 +36,7 @@ from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from ..utils import StrictInterval
 from ._checks import _check_features
+from ..utils import keyword_only
 
 __all__ = ["POOLINGS", "ConformalDetector", "KNNDetector", "MahalanobisDetector", "conformal_pvalues",
            "conformal_null_share", "split_groups"]
@@ -77,7 +78,8 @@ def conformal_pvalues(calibration_scores: np.ndarray, scores: np.ndarray) -> np.
     return (1.0 + m - n_less) / (m + 1)
 
 
-def conformal_null_share(n_calibration: int, alpha: float = 0.05) -> float:
+@keyword_only
+def conformal_null_share(n_calibration: int, *, alpha: float = 0.05) -> float:
     """The share of in-distribution texts a conformal test with ``n_calibration`` calibration texts flags at ``alpha``.
 
     ``(ceil(alpha (M + 1)) - 1) / (M + 1)``: the p-values are multiples of ``1 / (M + 1)``, each equally
@@ -254,7 +256,7 @@ class ConformalDetector(BaseEstimator):
         float
         """
         check_is_fitted(self, "calibration_scores_")
-        return conformal_null_share(self.n_calibration_, alpha)
+        return conformal_null_share(self.n_calibration_, alpha=alpha)
 
     # -- layers ------------------------------------------------------------------------------------
 

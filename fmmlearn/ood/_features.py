@@ -18,6 +18,7 @@ from ..encoding import training_batch_sampler
 from ..utils import positive_int, reports_truncation_once, resolve_seed
 from ._checks import _check_dtype
 from ._detectors import POOLINGS
+from ..utils import keyword_only
 
 __all__ = ["calibration_features", "calibration_groups", "hidden_state_features", "mask_like_training"]
 
@@ -94,7 +95,7 @@ def hidden_state_features(clf, X=None, *, encoding=None, input_ids=None, pooling
     last_token = is_decoder(clf.model_)  # a decoder's head reads the last real token, an encoder's the first
 
     def run(idx):
-        batch = collate(encoding, idx, pad_token_id, input_ids=input_ids).to(device)
+        batch = collate(encoding, idx, pad_token_id=pad_token_id, input_ids=input_ids).to(device)
         with torch.inference_mode(), autocast(device, autocast_dtype):
             output = clf.model_(**batch.model_inputs(), output_hidden_states=True)
             states = _hidden_states_of(output)
@@ -217,11 +218,11 @@ def mask_like_training(clf, encoding, *, dist_repeats=1, random_state=None):
     order_rng, mask_rng = np.random.default_rng(seed), torch.Generator(device="cpu").manual_seed(seed)
     lengths = encoding.lengths
     # A classifier without the attribute (a duck-typed wrapper) batches like the default fit.
-    sampler = training_batch_sampler(lengths, clf.batch_size, order_rng,
+    sampler = training_batch_sampler(lengths, batch_size=clf.batch_size, generator=order_rng,
                                      group_by_length=getattr(clf, "group_by_length", True))
     for repeat in range(dist_repeats):
         for idx in sampler:
-            batch = collate(encoding, idx, clf.tokenizer_.pad_token_id)
+            batch = collate(encoding, idx, pad_token_id=clf.tokenizer_.pad_token_id)
             ids = mask_training_batch(batch, strategy=clf.masking_strategy, max_ratio=float(clf.max_masking_ratio),
                                       mask_token_id=clf.tokenizer_.mask_token_id, generator=mask_rng).numpy()
             for row, i in enumerate(idx):
@@ -271,12 +272,13 @@ def calibration_features(clf, X_calib, *, dist_repeats=1, random_state=None, poo
     >>> masf = MaSF().fit(features, groups=groups)                             # doctest: +SKIP
     >>> masf.pvalues(hidden_state_features(clf, X_test))                       # doctest: +SKIP
     """
-    encoding = clf.encode(X_calib, "X_calib")
+    encoding = clf.encode(X_calib, name="X_calib")
     features = _masked_features(clf, encoding, dist_repeats, random_state, batch_size, dtype, pooling=pooling)
-    return (features, calibration_groups(len(encoding), dist_repeats)) if return_groups else features
+    return (features, calibration_groups(len(encoding), dist_repeats=dist_repeats)) if return_groups else features
 
 
-def calibration_groups(n_examples: int, dist_repeats: int) -> np.ndarray:
+@keyword_only
+def calibration_groups(n_examples: int, *, dist_repeats: int) -> np.ndarray:
     """Example id of each row of :func:`calibration_features` (copy ``k`` of example ``i`` is row ``k * n + i``)."""
     return np.tile(np.arange(n_examples), dist_repeats)
 

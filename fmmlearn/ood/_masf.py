@@ -17,6 +17,7 @@ from ._combine import _REFERENCE_FISHER_EPS, _simes_of_sorted
 from ._detectors import split_groups
 from ._ecdf import (_chunks, _count_less_equal_1d, _in_sample_counts, _right_tail_pvalues, _search_counts,
                     _tail_counts, _two_sided_from_tail, _two_sided_pvalues)
+from ..utils import keyword_only
 
 __all__ = ["CALIBRATIONS", "MaSF", "MaSFStatistics", "min_calibration_size", "null_share", "sized_fold_fractions"]
 
@@ -211,7 +212,7 @@ class MaSF(BaseEstimator):
             raise ValueError(f"alpha must be in (0, 1], got {alpha!r}.")
         if self.calibration_ != "calibrated":
             return float("nan")
-        return null_share(len(self.level3_reference_), alpha)
+        return null_share(len(self.level3_reference_), alpha=alpha)
 
     def _fit_level1(self, X, reference_rows):
         """Sorted level-1 references and the Simes statistics of every calibration example.
@@ -425,7 +426,8 @@ def _fold_sizes(n, fractions):
     return np.diff(np.rint(np.cumsum(fractions) * n).astype(int), prepend=0)
 
 
-def null_share(n_level3: int, alpha: float = 0.05) -> float:
+@keyword_only
+def null_share(n_level3: int, *, alpha: float = 0.05) -> float:
     """The share of in-distribution examples a calibrated MaSF with a level-3 fold of ``n_level3`` flags at ``alpha``.
 
     ``(ceil(alpha (N3 + 1)) - 1) / (N3 + 1)``: the conformal p-values are the multiples of
@@ -441,7 +443,8 @@ def null_share(n_level3: int, alpha: float = 0.05) -> float:
     return float((math.ceil(alpha * m) - 1) / m)
 
 
-def sized_fold_fractions(n: int, alpha: float = 0.05, null_share_range=(0.04, 0.05)) -> tuple:
+@keyword_only
+def sized_fold_fractions(n: int, *, alpha: float = 0.05, null_share_range=(0.04, 0.05)) -> tuple:
     """Fold shares for ``n`` calibration units whose level-3 fold gives a null share in ``null_share_range``.
 
     The level-3 size is the one nearest ``n / 3`` between ``n / 5`` and ``n / 2`` whose
@@ -455,7 +458,7 @@ def sized_fold_fractions(n: int, alpha: float = 0.05, null_share_range=(0.04, 0.
     [30, 30, 40]
     """
     low, high = null_share_range
-    candidates = [k for k in range(max(2, math.ceil(n / 5)), n // 2 + 1) if low <= null_share(k, alpha) <= high]
+    candidates = [k for k in range(max(2, math.ceil(n / 5)), n // 2 + 1) if low <= null_share(k, alpha=alpha) <= high]
     if not candidates:
         return (1 / 3, 1 / 3, 1 / 3)
     level3 = min(candidates, key=lambda k: (abs(k - n / 3), k))

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
 
 from ..explanation import iter_explainer_masking
-from ..importance import get_measure
+from ..importance import get_method
 from ..utils import (
     check_ratios, check_segment, derive_seed, positive_int, reports_truncation_once, resolve_seed, resolve_targets,
 )
@@ -21,6 +21,7 @@ from ._controls import placeholder_ids, placeholder_inputs
 from ._features import hidden_state_features
 from ._masf import _MIN_FOLD_SIZE, MaSF, _check_fold_fractions, _fewest_examples, min_calibration_size
 from ._registry import detector_name, make_detector
+from ..utils import keyword_only
 
 __all__ = ["REFERENCE_ONLY_COLUMNS", "REPORT_COLUMNS", "in_distribution_report", "masked_pvalues",
            "masked_set_features", "masked_test_sets", "pvalue_frame", "report_rows"]
@@ -63,7 +64,8 @@ class InDistributionReport(pd.DataFrame):
     def _constructor(self):
         return _report_or_frame
 
-    def plot(self, ax=None, path=None, **options):
+    @keyword_only
+    def plot(self, ax=None, *, path=None, **options):
         """Draw the p-values against the masking ratio (see :func:`fmmlearn.plotting.plot_in_distribution`).
 
         Parameters
@@ -91,11 +93,12 @@ class InDistributionReport(pd.DataFrame):
         return report_html(pd.DataFrame(self), full_page=False)
 
 
+@keyword_only
 @reports_truncation_once
 @validate_params({"dist_repeats": [positive_int()], "batch_size": [positive_int(), None]},
                  prefer_skip_nested_validation=True)
-def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=None, calibration="calibrated",
-                           thresholds=DEFAULT_THRESHOLDS, segment="first", random_state=None, *, detector="masf",
+def in_distribution_report(clf, X_calib, X_test, y_test, *, method="rand", ratios=None, calibration="calibrated",
+                           thresholds=DEFAULT_THRESHOLDS, segment="first", random_state=None, detector="masf",
                            X_train=None, dist_repeats=1, fold_fractions=(1 / 3, 1 / 3, 1 / 3), recursive=None,
                            batch_size=None, model_name=None, **method_params):
     """Are explainer-masked inputs in-distribution?  Per-example p-values per masking ratio (docs/ood.md).
@@ -127,8 +130,8 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
         Examples to mask and score.
     y_test : array-like of shape (len(X_test),)
         Gold labels of ``X_test``: the class whose importance ranks the tokens.
-    method : str, Measure or explainer value (docs/explainers.md), default="rand"
-        Importance measure of the masking (:func:`fmmlearn.importance_measures`);
+    method : str, ImportanceMethod or explainer value (docs/explainers.md), default="rand"
+        Importance measure of the masking (:func:`fmmlearn.importance_methods`);
         ``"rand"`` masks random tokens, as in the paper's figures.
     ratios : array-like of float, optional
         Masking ratios, strictly increasing in ``[0, 1]``; default
@@ -207,7 +210,7 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     levels = _check_thresholds(thresholds)
     seed = resolve_seed(random_state, clf.random_state)
     test_detector = _checked_detector(detector, calibration, fold_fractions, seed)
-    calib = clf.encode(X_calib, "X_calib")
+    calib = clf.encode(X_calib, name="X_calib")
     if isinstance(test_detector, MaSF) and X_train is None:
         _check_calibration_size(len(calib), dist_repeats, calibration, fold_fractions)
     if y_test is None:
@@ -218,8 +221,8 @@ def in_distribution_report(clf, X_calib, X_test, y_test, method="rand", ratios=N
     fitted = _in_context("the calibration features of X_calib (masked like the training batches)", partial(
         fit_detector, clf, test_detector, X_calib, X_train=X_train, dist_repeats=dist_repeats, random_state=seed))
     pvalues = _scored_steps(clf, fitted, steps)
-    label = str(method) if "importances" in method_params else get_measure(method).name
-    report = report_rows(pvalues, fitted, levels, method=label, detector=detector_name(detector))
+    label = str(method) if "importances" in method_params else get_method(method).name
+    report = report_rows(pvalues, fitted, thresholds=levels, method=label, detector=detector_name(detector))
     if model_name is not None:
         report["model"] = str(model_name)
     return InDistributionReport(report)
@@ -230,13 +233,15 @@ def _masked_steps(clf, X_test, y_test, method, ratios, segment, seed, *, recursi
     """``(encoding, [(ratio, masked ids), ...])`` of the explainer-masked test set."""
     grid = check_ratios(ratios)
     check_segment(segment)
-    test = clf.encode(X_test, "X_test")
+    test = clf.encode(X_test, name="X_test")
     target_idx = _in_context("y_test (the gold labels of X_test)", resolve_targets, clf, test, y_test)
-    return test, list(iter_explainer_masking(clf, test, target_idx, method, grid, recursive, segment,
+    return test, list(iter_explainer_masking(clf, test, target_idx, method=method, ratios=grid, recursive=recursive,
+                                             segment=segment,
                                              random_state=seed, batch_size=batch_size, **method_params))
 
 
-def masked_test_sets(clf, X_test, y_test, method="rand", ratios=None, segment="first", random_state=None, *,
+@keyword_only
+def masked_test_sets(clf, X_test, y_test, *, method="rand", ratios=None, segment="first", random_state=None,
                      recursive=None, batch_size=None, **method_params):
     """The explainer-masked copies of ``X_test``, ratio by ratio: what an in-distribution report scores.
 
@@ -288,8 +293,9 @@ def masked_set_features(clf, encoding, steps, *, pooling="max", placeholder=None
         if placeholder is None:
             out.append((ratio, hidden_state_features(clf, encoding=encoding, input_ids=ids, pooling=pooling)))
         elif ratio > 0:
-            swapped = placeholder_ids(ids, encoding.input_ids, clf.tokenizer_.mask_token_id, placeholder)
-            with placeholder_inputs(clf.model_, placeholder):
+            swapped = placeholder_ids(ids, encoding.input_ids, mask_token_id=clf.tokenizer_.mask_token_id,
+                                      placeholder=placeholder)
+            with placeholder_inputs(clf.model_, placeholder=placeholder):
                 out.append((ratio, hidden_state_features(clf, encoding=encoding, input_ids=swapped, pooling=pooling)))
     return out
 
@@ -320,7 +326,8 @@ def _scored_steps(clf, detector, steps) -> pd.DataFrame:
     return pvalue_frame(detector, masked_set_features(clf, test, masked, pooling=detector.pooling))
 
 
-def masked_pvalues(clf, masf, X_test, y_test, method="rand", ratios=None, segment="first", random_state=None, *,
+@keyword_only
+def masked_pvalues(clf, masf, X_test, y_test, *, method="rand", ratios=None, segment="first", random_state=None,
                    recursive=None, batch_size=None, **method_params) -> pd.DataFrame:
     """The MaSF p-value of every test example at every masking ratio (the numbers behind a report).
 
@@ -351,7 +358,8 @@ def masked_pvalues(clf, masf, X_test, y_test, method="rand", ratios=None, segmen
     return _scored_steps(clf, masf, steps)
 
 
-def report_rows(pvalues: pd.DataFrame, masf, thresholds=DEFAULT_THRESHOLDS, *, method: str,
+@keyword_only
+def report_rows(pvalues: pd.DataFrame, masf, *, thresholds=DEFAULT_THRESHOLDS, method: str,
                 detector: str | None = None) -> pd.DataFrame:
     """The report's rows from per-example p-values (:func:`masked_pvalues`): one row per (ratio, threshold).
 
@@ -363,7 +371,7 @@ def report_rows(pvalues: pd.DataFrame, masf, thresholds=DEFAULT_THRESHOLDS, *, m
     mode = getattr(masf, "calibration_", "calibrated")  # the conformal detectors are always calibrated
     parts = []
     for ratio, part in pvalues.groupby("ratio", sort=True):
-        rows = summarize_pvalues(part["p"].to_numpy(), levels, calibration=mode)
+        rows = summarize_pvalues(part["p"].to_numpy(), thresholds=levels, calibration=mode)
         rows.insert(0, "ratio", ratio)
         rows.insert(3, "expected", [masf.null_share(t) for t in rows["threshold"]])
         rows["n_examples"] = len(part)

@@ -53,10 +53,10 @@ class _InDistributionScorer:
             raise ValueError(f"X has {len(X)} texts; the in-distribution scorer needs at least 5 (about 50 before "
                              "its test can flag anything at level 0.05): a calibration part and a test part.")
         calib, test = order[:n_calib], order[n_calib:]
-        encoding = estimator.encode([X[i] for i in calib], "X")
+        encoding = estimator.encode([X[i] for i in calib], name="X")
         detector = make_detector(self.detector, random_state=seed)
         features = _masked_features(estimator, encoding, self.dist_repeats, seed, pooling=detector.pooling)
-        detector.fit(features, groups=calibration_groups(len(encoding), self.dist_repeats))
+        detector.fit(features, groups=calibration_groups(len(encoding), dist_repeats=self.dist_repeats))
         test_encoding, steps = _masked_steps(estimator, [X[i] for i in test], [y[i] for i in test], self.method,
                                              [0.0, *self.ratios], "first", derive_seed(seed, 1))
         steps = [(r, ids) for r, ids in steps if r > 0]
@@ -111,7 +111,7 @@ def make_in_distribution_scorer(detector="mahalanobis-cls-mean-all", *, method="
     ...                       scoring={"accuracy": "accuracy", "faithfulness": faithfulness_score,
     ...                                "in_distribution": in_distribution_score}, refit="accuracy")
     """
-    grid = check_ratios([0.0, *ratios], "ratios")[1:]
+    grid = check_ratios([0.0, *ratios], name="ratios")[1:]
     if np.any(grid >= 1):
         raise ValueError(f"ratios must lie strictly between 0 and 1, got {list(ratios)!r}.")
     if not 0 < level < 1:

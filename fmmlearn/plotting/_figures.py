@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..utils import atomic_write
+from ..utils import keyword_only
 
 __all__ = ["plot_erasure", "plot_faithfulness", "plot_faithfulness_grid", "plot_in_distribution", "plot_performance",
            "plot_racu", "plot_random_masking"]
@@ -43,7 +44,8 @@ def _groups(curves: pd.DataFrame):
         yield label, _curve_style(method, role), stats
 
 
-def plot_faithfulness(curves, ax=None, path=None, *, title: str | None = None):
+@keyword_only
+def plot_faithfulness(curves, *, ax=None, path=None, title: str | None = None):
     """Draw faithfulness curves; the random baseline is dashed.
 
     Parameters
@@ -143,7 +145,8 @@ def _ood_lines(frame: pd.DataFrame, statistic: str, threshold: float):
         yield label, stats, rows[at]
 
 
-def plot_in_distribution(report, ax=None, path=None, threshold: float = 0.05, statistic: str = "simes_p", *,
+@keyword_only
+def plot_in_distribution(report, *, ax=None, path=None, threshold: float = 0.05, statistic: str = "simes_p",
                          title: str | None = None):
     """Draw MaSF in-distribution p-values against the masking ratio, with a dashed line at ``threshold``.
 
@@ -288,7 +291,8 @@ def _erasure_summary(summary) -> pd.DataFrame:
                     f"(label -> report), got {type(summary).__name__}.")
 
 
-def plot_erasure(summary, ax=None, path=None, *, title: str | None = None):
+@keyword_only
+def plot_erasure(summary, *, ax=None, path=None, title: str | None = None):
     """Draw comprehensiveness and sufficiency against ``k``, each point coloured by its validity flag.
 
     Solid lines are comprehensiveness (higher is better), dashed lines
@@ -390,7 +394,8 @@ def _converged(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["converged"].astype(bool)] if "converged" in frame.columns else frame
 
 
-def plot_random_masking(curves, ax=None, path=None, *, title: str | None = None):
+@keyword_only
+def plot_random_masking(curves, *, ax=None, path=None, title: str | None = None):
     """Performance of each model while random tokens are masked, one line per model (seeds pooled).
 
     A model fine-tuned with masking keeps most of its performance as more
@@ -428,7 +433,8 @@ def plot_random_masking(curves, ax=None, path=None, *, title: str | None = None)
     return _finish(ax, metric, title, path)
 
 
-def plot_faithfulness_grid(curves, path=None, *, models=None, methods=None, title: str | None = None):
+@keyword_only
+def plot_faithfulness_grid(curves, *, path=None, models=None, methods=None, title: str | None = None):
     """Faithfulness curves in small multiples: one row per model, one panel per importance measure.
 
     Each panel shows the measure's curve (solid) and the ``rand`` curve on
@@ -490,7 +496,8 @@ def plot_faithfulness_grid(curves, path=None, *, models=None, methods=None, titl
     return fig
 
 
-def plot_racu(summary, ax=None, path=None, *, value: str = "racu", title: str | None = None):
+@keyword_only
+def plot_racu(summary, *, ax=None, path=None, value: str = "racu", title: str | None = None):
     """RACU (or ACU) of each importance measure and model, with its confidence interval.
 
     0 is random (the ``rand`` baseline).  For RACU, 1 means masking the
@@ -566,7 +573,8 @@ def plot_racu(summary, ax=None, path=None, *, value: str = "racu", title: str | 
     return ax
 
 
-def plot_performance(performance, ax=None, path=None, *, title: str | None = None):
+@keyword_only
+def plot_performance(performance, *, ax=None, path=None, title: str | None = None):
     """Clean test performance of each model: a bar per model, its CI, and a dot per seed.
 
     Parameters

@@ -5,7 +5,7 @@
 splits the data and runs the stages of :data:`~fmmlearn.study.STAGES` (or the ``stages`` given) with
 :func:`~fmmlearn.study._pipeline.run_stages`: each stage for all models before the next, one progress
 bar per stage, every job cached on disk by content (see :mod:`fmmlearn.study._cache`), so adding a
-measure reruns only that measure and an interrupted run resumes.
+method reruns only that method and an interrupted run resumes.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import time
 
 import pandas as pd
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Hidden, StrOptions
 
 from ..ood import DEFAULT_DETECTOR
-from ..utils import StrictInterval, signals_as_interrupts
+from ..utils import DEPRECATED, StrictInterval, signals_as_interrupts
 from ._cache import StageCache, model_identity
 from ._metadata import study_metadata
 from ._names import model_label
@@ -55,8 +55,8 @@ class FaithfulnessStudy(BaseEstimator):
     masking_ratios : sequence of float in [0, 1], default=(0.0, 1.0)
         ``max_masking_ratio`` of each fine-tuned model; ``0`` is plain
         fine-tuning.
-    measures : sequence, default=("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign")
-        Importance measures (:func:`fmmlearn.importance_measures`) and
+    methods : sequence, default=("rand", "grad-l2", "inp-grad-sign", "int-grad-sign", "loo-sign")
+        Importance methods (:func:`fmmlearn.importance_methods`) and
         explainer values (a callable, a Captum attribution class or object,
         an ``Explainer``: docs/explainers.md), the latter under their names
         in every frame (costly by default); ``rand`` is added when missing,
@@ -108,8 +108,8 @@ class FaithfulnessStudy(BaseEstimator):
         back to fp32 when its reduced precision could flip a verdict (docs/benchmarks.md, "Reduced
         precision").  A rejected probe costs its bf16 pass; on MiniLM with AVX512-BF16 the probe rejects
         leave-one-out, integrated gradients and input x gradient, so it is off by default.
-    measure_params : dict of str to dict, optional
-        Parameters per measure, e.g. ``{"int-grad-sign": {"n_steps": 20}}``.
+    method_params : dict of str to dict, optional
+        Parameters per method, e.g. ``{"int-grad-sign": {"n_steps": 20}}``.
     classifier_params : dict, optional
         Other :class:`~fmmlearn.FaithfulTextClassifier` parameters
         (``max_epochs``, ``learning_rate``, ``max_length``, ...).
@@ -133,7 +133,7 @@ class FaithfulnessStudy(BaseEstimator):
         Measures whose erasure metrics (:func:`fmmlearn.faithfulness.erasure_metrics`:
         comprehensiveness, sufficiency, their AOPC; removal by the mask token,
         the gold label as target) are measured, on the same test texts as
-        their curves; each must be among ``measures``.  ``rand`` is added as
+        their curves; each must be among ``methods``.  ``rand`` is added as
         the baseline, on the same texts.  Every erased input is scored by a
         MaSF fitted once per model on the validation split masked like the
         training batches (the calibration of the in-distribution report); a
@@ -182,11 +182,15 @@ class FaithfulnessStudy(BaseEstimator):
         file, or a dict of changes to the shipped one.
     segment : {"first", "all"}, default="first"
         Tokens explainer masking may hit (segment A only, as in the paper).
-    n_baseline : int, default=5
-        Independent ``rand`` curves averaged into the baseline of RACU (one
-        draw is noisy on a few dozen texts; ``rand`` is the cheapest measure).
-        Draw 0 uses the run's seed, draw ``d`` the seed
-        ``SeedSequence([seed, d])`` gives.
+    n_random : int, default=5
+        Independent ``rand`` curves averaged into the random curve RACU is
+        relative to (one draw is noisy on a few dozen texts; ``rand`` is the
+        cheapest method).  Draw 0 uses the run's seed, draw ``d`` the seed
+        ``SeedSequence([seed, d])`` gives.  (The frames call this averaged
+        curve the ``baseline``: ``baseline_area`` is its area.)
+    measures, measure_params, n_baseline : deprecated
+        The old names of ``methods``, ``method_params`` and ``n_random``; set, they are used with a
+        FutureWarning (removed in fmmlearn 0.3).
     n_bootstrap : int, default=9999
         Bootstrap resamples of the CIs over examples.
     confidence_level : float, default=0.95
@@ -215,7 +219,7 @@ class FaithfulnessStudy(BaseEstimator):
     Examples
     --------
     >>> from fmmlearn.study import FaithfulnessStudy
-    >>> study = FaithfulnessStudy(measures=["rand", "inp-grad-sign", "loo-sign"], n_train=300, n_valid=60,
+    >>> study = FaithfulnessStudy(methods=["rand", "inp-grad-sign", "loo-sign"], n_train=300, n_valid=60,
     ...                           n_test=80, cache_dir="study-cache")                       # doctest: +SKIP
     >>> result = study.run("tweets")                                                       # doctest: +SKIP
     >>> result.racu_summary[["model", "method", "racu", "racu_low", "racu_high"]]          # doctest: +SKIP
@@ -225,7 +229,7 @@ class FaithfulnessStudy(BaseEstimator):
     _parameter_constraints = {
         "model": [str, os.PathLike],
         "masking_ratios": ["array-like"],
-        "measures": ["array-like"],
+        "methods": ["array-like"],
         "seeds": ["array-like"],
         "ratios": ["array-like", None],
         "metric": [str, None],
@@ -233,7 +237,7 @@ class FaithfulnessStudy(BaseEstimator):
         "n_valid": [StrictInterval(numbers.Integral, 1, None, closed="left"), None],
         "n_test": [StrictInterval(numbers.Integral, 2, None, closed="left"), None],
         "max_examples": [dict, None],
-        "measure_params": [dict, None],
+        "method_params": [dict, None],
         "classifier_params": [dict, None],
         "in_distribution": [str, None],
         "detector": [str],
@@ -246,7 +250,10 @@ class FaithfulnessStudy(BaseEstimator):
         "convergence_threshold": [StrictInterval(numbers.Real, None, None, closed="neither"), StrOptions({"auto"}),
                                   None],
         "segment": [StrOptions({"first", "all"})],
-        "n_baseline": [StrictInterval(numbers.Integral, 1, None, closed="left")],
+        "n_random": [StrictInterval(numbers.Integral, 1, None, closed="left")],
+        "measures": ["array-like", Hidden(StrOptions({DEPRECATED}))],
+        "measure_params": [dict, None, Hidden(StrOptions({DEPRECATED}))],
+        "n_baseline": [StrictInterval(numbers.Integral, 1, None, closed="left"), Hidden(StrOptions({DEPRECATED}))],
         "n_bootstrap": [StrictInterval(numbers.Integral, 100, None, closed="left")],
         "confidence_level": [StrictInterval(numbers.Real, 0, 1, closed="neither")],
         "device": [str],
@@ -265,18 +272,19 @@ class FaithfulnessStudy(BaseEstimator):
         "rules": [str, os.PathLike, dict, None],
     }
 
-    def __init__(self, model="minilm", *, masking_ratios=(0.0, 1.0), measures=DEFAULT_MEASURES, seeds=(0,),
+    def __init__(self, model="minilm", *, masking_ratios=(0.0, 1.0), methods=DEFAULT_MEASURES, seeds=(0,),
                  ratios=None, metric=None, n_train=None, n_valid=None, n_test=None, max_examples=None,
-                 measure_params=None, classifier_params=None, in_distribution="rand", detector=DEFAULT_DETECTOR,
+                 method_params=None, classifier_params=None, in_distribution="rand", detector=DEFAULT_DETECTOR,
                  placeholder="auto", other_domain=None, erasure="auto",
                  erasure_k=DEFAULT_ERASURE_K, explain_method=None, n_explain=5, convergence_threshold="auto",
-                 segment="first", n_baseline=5, n_bootstrap=9999, confidence_level=0.95, device="auto",
+                 segment="first", n_random=5, n_bootstrap=9999, confidence_level=0.95, device="auto",
                  cache_dir=None, random_state=0, verbose=1, n_jobs=None, stages=None, costly_examples=None,
                  curve_examples=None, curve_seeds=None, precision_probe=False, budget=None, budget_pairs=None,
-                 budget_models=None, rules=None):
+                 budget_models=None, rules=None, measures=DEPRECATED, measure_params=DEPRECATED,
+                 n_baseline=DEPRECATED):
         self.model = model
         self.masking_ratios = masking_ratios
-        self.measures = measures
+        self.methods = methods
         self.seeds = seeds
         self.ratios = ratios
         self.metric = metric
@@ -284,7 +292,7 @@ class FaithfulnessStudy(BaseEstimator):
         self.n_valid = n_valid
         self.n_test = n_test
         self.max_examples = max_examples
-        self.measure_params = measure_params
+        self.method_params = method_params
         self.classifier_params = classifier_params
         self.in_distribution = in_distribution
         self.detector = detector
@@ -296,7 +304,7 @@ class FaithfulnessStudy(BaseEstimator):
         self.n_explain = n_explain
         self.convergence_threshold = convergence_threshold
         self.segment = segment
-        self.n_baseline = n_baseline
+        self.n_random = n_random
         self.n_bootstrap = n_bootstrap
         self.confidence_level = confidence_level
         self.device = device
@@ -313,6 +321,9 @@ class FaithfulnessStudy(BaseEstimator):
         self.budget_pairs = budget_pairs
         self.budget_models = budget_models
         self.rules = rules
+        self.measures = measures
+        self.measure_params = measure_params
+        self.n_baseline = n_baseline
 
     # ------------------------------------------------------------------ running
     def _stages(self) -> tuple:

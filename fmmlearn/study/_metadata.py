@@ -27,13 +27,13 @@ def _jsonable(value):
 
 
 def _precision(settings, clf) -> dict:
-    from ..importance import get_measure
+    from ..importance import get_method
     from ..modeling import autocast_dtype_for
 
     measures = {}
     for method in settings.measures:
         options = settings.measure_params.get(method, {})
-        dtype = autocast_dtype_for(clf, get_measure(method), options.get("precision"))
+        dtype = autocast_dtype_for(clf, get_method(method), options.get("precision"))
         measures[method] = "fp32" if dtype is None else str(dtype).replace("torch.", "")
     inference = clf.inference_dtype_
     return {"inference": "fp32" if inference is None else str(inference).replace("torch.", ""),

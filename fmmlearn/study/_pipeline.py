@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._sections import ReportSection
+from ..utils import keyword_only
 
 __all__ = ["Context", "Job", "Stage", "check_order", "run_stages"]
 
@@ -52,7 +53,8 @@ class Context(Mapping):
     def __len__(self) -> int:
         return len(self._values)
 
-    def extended(self, values: dict, by: str) -> "Context":
+    @keyword_only
+    def extended(self, values: dict, *, by: str) -> "Context":
         """A new context with ``values`` added by stage ``by`` (an existing name is an error).
 
         Parameters

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..utils import atomic_write, directory_lock
 from ._tables import LEVEL, erasure_by_model, measure_costs
+from ..utils import keyword_only
 
 __all__ = ["FRAMES", "StudyResult", "erasure_by_model", "load_study"]
 
@@ -42,7 +43,7 @@ class StudyResult:
     racu : pandas.DataFrame
         RACU and ACU of every measure per model and seed, with bootstrap CIs
         over the test examples (``racu_low``/``racu_high``, ...); the
-        baseline is the mean of ``n_baseline`` ``rand`` curves on the same
+        baseline is the mean of ``n_random`` ``rand`` curves on the same
         examples.
     racu_summary : pandas.DataFrame
         Per model and measure, over converged seeds: mean RACU and ACU with
@@ -136,7 +137,8 @@ class StudyResult:
                 f"measures=[{measures}], seeds={self.metadata.get('seeds')})")
 
     # ------------------------------------------------------------------ figures
-    def plot_performance(self, ax=None, path=None):
+    @keyword_only
+    def plot_performance(self, ax=None, *, path=None):
         """Clean test performance per model (see :func:`fmmlearn.plotting.plot_performance`).
 
         Parameters
@@ -155,7 +157,8 @@ class StudyResult:
 
         return plot_performance(self.performance, ax=ax, path=path)
 
-    def plot_random_masking(self, ax=None, path=None):
+    @keyword_only
+    def plot_random_masking(self, ax=None, *, path=None):
         """Random-masking curves per model (see :func:`fmmlearn.plotting.plot_random_masking`).
 
         Parameters
@@ -174,7 +177,8 @@ class StudyResult:
 
         return plot_random_masking(self.curves, ax=ax, path=path)
 
-    def plot_faithfulness(self, model=None, path=None):
+    @keyword_only
+    def plot_faithfulness(self, model=None, *, path=None):
         """Faithfulness curves, one panel per measure and model (see :func:`fmmlearn.plotting.plot_faithfulness_grid`).
 
         Parameters
@@ -194,7 +198,8 @@ class StudyResult:
             raise ValueError(f"model {model!r} is not in the study; it has {list(pd.unique(self.curves['model']))}.")
         return plot_faithfulness_grid(self.curves, path=path, models=models)
 
-    def plot_racu(self, value="racu", ax=None, path=None):
+    @keyword_only
+    def plot_racu(self, value="racu", *, ax=None, path=None):
         """RACU (or ACU) with its CI per measure and model (see :func:`fmmlearn.plotting.plot_racu`).
 
         Parameters
@@ -215,7 +220,8 @@ class StudyResult:
 
         return plot_racu(self.racu_summary, ax=ax, path=path, value=value)
 
-    def plot_in_distribution(self, statistic="proportion", threshold=LEVEL, ax=None, path=None):
+    @keyword_only
+    def plot_in_distribution(self, statistic="proportion", *, threshold=LEVEL, ax=None, path=None):
         """MaSF statistic against the masking ratio, one line per model with its seed band.
 
         See :func:`fmmlearn.plotting.plot_in_distribution`; ``"proportion"``
@@ -246,7 +252,8 @@ class StudyResult:
             raise ValueError("no fit counted (converged), so there is no in-distribution report to draw.")
         return plot_in_distribution(frame, ax=ax, path=path, statistic=statistic, threshold=threshold)
 
-    def plot_erasure(self, ax=None, path=None, *, baseline: bool = False):
+    @keyword_only
+    def plot_erasure(self, ax=None, *, path=None, baseline: bool = False):
         """Comprehensiveness and sufficiency against ``k``, one line per model, coloured by validity.
 
         Means over the converged seeds (:func:`erasure_by_model`); see

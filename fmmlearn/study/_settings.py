@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..utils import check_writable_dir
+from ..utils import check_writable_dir, renamed_parameter
 from ._data import Splits, check_dataset_name, load_splits, other_domain_texts
 from ._options import checked_classifier_params, float_list, int_list, label_metric, option_error, str_list
 from ._rules import load_rules
@@ -39,7 +39,11 @@ def _frozen_dict(values) -> MappingProxyType:
 
 @dataclass(frozen=True)
 class StudySettings:
-    """Everything a study's stages read, resolved and checked (see :class:`~fmmlearn.study.FaithfulnessStudy`)."""
+    """Everything a study's stages read, resolved and checked (see :class:`~fmmlearn.study.FaithfulnessStudy`).
+
+    ``measures``, ``measure_params`` and ``n_baseline`` hold the study's ``methods``, ``method_params`` and
+    ``n_random``: the fields keep their first names, as the metadata of saved studies does.
+    """
 
     model: object
     masking_ratios: tuple
@@ -58,7 +62,7 @@ class StudySettings:
     erasure_k: tuple
     explain_method: str | None
     n_explain: int
-    convergence_threshold: float | str | None  # "auto": beat the input-blind baseline
+    convergence_threshold: float | str | None  # "auto": beat the input-blind predictor
     segment: str
     n_baseline: int
     n_bootstrap: int
@@ -96,36 +100,36 @@ class StudySettings:
 
 def _checked_measures(values) -> tuple:
     """The measures' names, ``rand`` first; explainer values (docs/explainers.md) by their registered names."""
-    from ..importance import get_measure
+    from ..importance import get_method
 
     items = [values] if isinstance(values, str) or not isinstance(values, (list, tuple)) else list(values)
     if not items:
-        raise option_error("measures", f"expected a non-empty list of measures, got {values!r}.")
+        raise option_error("methods", f"expected a non-empty list of measures, got {values!r}.")
     measures = ["rand"]
     for value in items:
         try:
-            name = get_measure(value).name
+            name = get_method(value).name
         except (TypeError, ValueError) as exc:
-            raise option_error("measures", str(exc)) from exc
+            raise option_error("methods", str(exc)) from exc
         if name not in measures:
             measures.append(name)
     return tuple(measures)
 
 
 def _checked_measure_params(values, measures) -> dict:
-    from ..importance import get_measure
+    from ..importance import get_method
 
     params = {}
     for name, value in (values or {}).items():
         if name not in measures:
-            raise option_error("measure_params", f"{name!r} is not among the measures {list(measures)}.")
+            raise option_error("method_params", f"{name!r} is not among the measures {list(measures)}.")
         if not isinstance(value, dict):
-            raise option_error("measure_params", f"the parameters of {name!r} must be a dict, got {value!r}.")
+            raise option_error("method_params", f"the parameters of {name!r} must be a dict, got {value!r}.")
         kw = {k: v for k, v in value.items() if k not in ("precision", "internal_batch_size")}
         try:
-            get_measure(name).bind(kw)
+            get_method(name).bind(kw)
         except (TypeError, ValueError) as exc:
-            raise option_error("measure_params", str(exc)) from exc
+            raise option_error("method_params", str(exc)) from exc
         params[name] = dict(value)
     return params
 
@@ -165,9 +169,9 @@ def _checked_caps(values, measures, costly_examples=None) -> dict:
 def _checked_erasure(erasure, erasure_k, measures) -> tuple[tuple, tuple]:
     """The erasure stage's measures (``rand``, the baseline, last; empty: no stage) and its ``k`` grid."""
     from ..faithfulness import check_k
-    from ..importance import get_measure
+    from ..importance import get_method
 
-    grid = tuple(float(v) for v in check_k(erasure_k, "erasure_k"))
+    grid = tuple(float(v) for v in check_k(erasure_k, name="erasure_k"))
     if erasure is None:
         return (), grid
     auto = isinstance(erasure, str) and erasure == "auto"
@@ -177,7 +181,7 @@ def _checked_erasure(erasure, erasure_k, measures) -> tuple[tuple, tuple]:
         names = []
         for name in str_list(erasure, "erasure"):
             try:
-                name = get_measure(name).name
+                name = get_method(name).name
             except ValueError as exc:
                 raise option_error("erasure", str(exc)) from exc
             if name not in measures:
@@ -192,12 +196,12 @@ def _checked_erasure(erasure, erasure_k, measures) -> tuple[tuple, tuple]:
 
 
 def _checked_measure_option(study, option: str) -> None:
-    from ..importance import get_measure
+    from ..importance import get_method
 
     value = getattr(study, option)
     if value is not None:
         try:
-            get_measure(value)
+            get_method(value)
         except ValueError as exc:
             raise option_error(option, str(exc)) from exc
 
@@ -243,11 +247,11 @@ def _checked_options(study) -> StudySettings:
     if any(not 0 <= r <= 1 for r in masking):
         raise option_error("masking_ratios", f"every ratio must lie in [0, 1], got {masking}.")
     seeds = int_list(study.seeds, "seeds")
-    measures = _checked_measures(study.measures)
-    grid = check_ratios(study.ratios, "ratios", endpoints=True)
+    measures = _checked_measures(renamed_parameter(study, "measures", "methods"))
+    grid = check_ratios(study.ratios, name="ratios", endpoints=True)
     grid.flags.writeable = False
     metric = None if study.metric is None else label_metric(get_metric, study.metric)
-    params = _checked_measure_params(study.measure_params, measures)
+    params = _checked_measure_params(renamed_parameter(study, "measure_params", "method_params"), measures)
     caps = _checked_caps(study.max_examples, measures, study.costly_examples)
     for option in ("in_distribution", "explain_method"):
         _checked_measure_option(study, option)
@@ -261,7 +265,8 @@ def _checked_options(study) -> StudySettings:
         classifier_params=_frozen_dict(clf_params), in_distribution=study.in_distribution,
         detector=study.detector, placeholder=study.placeholder, other_domain=(), erasure=erasure,
         erasure_k=erasure_k, explain_method=study.explain_method, n_explain=study.n_explain,
-        convergence_threshold=study.convergence_threshold, segment=study.segment, n_baseline=study.n_baseline,
+        convergence_threshold=study.convergence_threshold, segment=study.segment,
+        n_baseline=renamed_parameter(study, "n_baseline", "n_random"),
         n_bootstrap=study.n_bootstrap, confidence_level=study.confidence_level, device=study.device,
         cache_dir=cache_dir, random_state=study.random_state, verbose=study.verbose, n_jobs=study.n_jobs,
         costly_examples=study.costly_examples, curve_examples=study.curve_examples,

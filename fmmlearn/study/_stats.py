@@ -66,7 +66,7 @@ def example_ci(score, pred: np.ndarray, gold: np.ndarray, *, baseline: np.ndarra
         base = score(baseline[..., idx], gold[idx]).mean(axis=1)  # (seeds, draws, ...) -> mean over draws
         if idx.ndim == 2:  # resamples on the last axis of the curves: put the ratios last
             values, base = np.moveaxis(values, -1, 1), np.moveaxis(base, -1, 1)
-        return area_statistics(values, base, grid)[pick].mean(axis=0)
+        return area_statistics(values, base, grid=grid)[pick].mean(axis=0)
 
     point = float(statistic(np.arange(len(gold))))
     cells = (int(np.prod(pred.shape[:-1])) + (0 if baseline is None else int(np.prod(baseline.shape[:-1])))) \

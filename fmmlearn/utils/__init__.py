@@ -15,7 +15,8 @@ package reaches into another's private module:
 * ``_templates`` -- the one Jinja2 environment, figure encoder and page writer;
 * ``_protocols`` -- the classifier interface (:class:`fmmlearn.FittedClassifier`);
 * ``_lazy`` -- lazily loaded package attributes;
-* ``_redirect`` -- old module paths that still import.
+* ``_redirect`` -- old module paths that still import;
+* ``_deprecation`` -- renamed attributes and parameters, options passed by position.
 
 Names load their module on first use, so importing one helper does not load torch.
 """
@@ -40,6 +41,8 @@ _HELPERS = {
     **dict.fromkeys(["FIGURE_DPI", "environment", "figure_data_uri", "write_page"], "._templates"),
     **dict.fromkeys(["FittedClassifier", "MaskedFittedClassifier"], "._protocols"),
     "redirect_moved_modules": "._redirect",
+    **dict.fromkeys(["DEPRECATED", "REMOVED_IN", "keyword_only", "renamed_attributes", "renamed_parameter"],
+                    "._deprecation"),
 }
 
 __getattr__, __dir__ = attach(__name__, _HELPERS, globals())

@@ -60,7 +60,7 @@ class FittedClassifier(Protocol):
     random_state: Any
     verbose: int
 
-    def encode(self, X, name: str = "X") -> Any:  # an fmmlearn.encoding.Encoding (utils sits below encoding)
+    def encode(self, X, *, name: str = "X") -> Any:  # an fmmlearn.encoding.Encoding (utils sits below encoding)
         """Validate and tokenize texts (or sentence pairs) of the training kind.
 
         Parameters

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
+from ._deprecation import keyword_only
 
 __all__ = ["DEFAULT_RATIOS", "SEGMENTS", "StrictInterval", "check_ratios", "check_segment", "check_writable_dir",
            "positive_int"]
@@ -25,7 +26,8 @@ DEFAULT_RATIOS = tuple(k / 10 for k in range(11))
 SEGMENTS = ("first", "all")
 
 
-def check_ratios(ratios=None, name: str = "ratios", *, endpoints: bool = False) -> np.ndarray:
+@keyword_only
+def check_ratios(ratios=None, *, name: str = "ratios", endpoints: bool = False) -> np.ndarray:
     """Validate a masking-ratio grid.
 
     Parameters

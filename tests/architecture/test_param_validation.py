@@ -21,8 +21,8 @@ import fmmlearn
 NOT_WRAPPED = {
     # Names looked up in an open registry (users add their own); the error lists the known names.
     "get_metric": "registry lookup",
-    "get_measure": "registry lookup",
-    "importance_measures": "registry listing",
+    "get_method": "registry lookup",
+    "importance_methods": "registry listing",
     "load_paper_dataset": "a name checked against the registry of paper datasets",
     "make_detector": "a name checked against the registry of detectors (or an instance, cloned)",
     # Nothing besides data to declare: a scorer's (estimator, X, y); a ratio grid (check_ratios) and a metric name.

@@ -10,7 +10,7 @@ import pytest
 from helpers.data import make_sentiment
 from fmmlearn import FaithfulTextClassifier, faithfulness_report
 from fmmlearn.cli import build_parser, labels_from, main, read_table, summary_path
-from fmmlearn.importance import MEASURE_NAMES
+from fmmlearn.importance import METHOD_NAMES
 from fmmlearn.ood import in_distribution_report
 
 COMMANDS = ("fit", "predict", "explain", "faithfulness", "ood")
@@ -72,7 +72,7 @@ def test_methods_list_the_measures_and_explain_label_col_says_its_real_default(c
     with pytest.raises(SystemExit):
         main(["explain", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert all(name in text for name in MEASURE_NAMES)
+    assert all(name in text for name in METHOD_NAMES)
     assert "default: none, explain the predicted class" in text and "[label]" not in text
 
 

@@ -143,28 +143,29 @@ def test_labels_are_the_six_locations_in_paper_order(generated):
 
 
 def test_story_lengths_resemble_babi():
-    lengths = {task: [len(parse(p)) for p, _ in make_babi(task, 500, random_state=0).data] for task in (1, 2, 3)}
+    lengths = {task: [len(parse(p)) for p, _ in make_babi(task, n_samples=500, random_state=0).data]
+               for task in (1, 2, 3)}
     assert max(lengths[1]) == 10 and min(lengths[1]) == 2  # 5 questions, one every 2 statements
     assert np.mean(lengths[1]) < np.mean(lengths[2]) < np.mean(lengths[3])
 
 
 def test_same_seed_same_samples_other_seed_other_samples():
-    first, again, other = (make_babi(3, 200, random_state=seed) for seed in (7, 7, 8))
+    first, again, other = (make_babi(3, n_samples=200, random_state=seed) for seed in (7, 7, 8))
     assert first.data == again.data and first.supporting_facts == again.supporting_facts
     assert list(first.target) == list(again.target)
     assert first.data != other.data
-    generator_seeded = make_babi(3, 200, random_state=np.random.default_rng(7))
+    generator_seeded = make_babi(3, n_samples=200, random_state=np.random.default_rng(7))
     assert generator_seeded.data == first.data
 
 
 def test_bunch_layout_and_as_frame():
-    babi = make_babi(2, 50, random_state=0)
+    babi = make_babi(2, n_samples=50, random_state=0)
     assert len(babi.data) == len(babi.target) == len(babi.supporting_facts) == len(babi.story) == 50
     assert all(isinstance(p, str) and isinstance(q, str) for p, q in babi.data)
     assert babi.target.dtype.kind == "U"
     assert babi.feature_names == ["paragraph", "question"]
     assert "task 2" in babi.DESCR
-    framed = make_babi(2, 50, random_state=0, as_frame=True)
+    framed = make_babi(2, n_samples=50, random_state=0, as_frame=True)
     assert list(framed.data.columns) == ["paragraph", "question"]
     assert list(framed.data.itertuples(index=False, name=None)) == babi.data
     assert framed.target.tolist() == babi.target.tolist()
@@ -173,7 +174,7 @@ def test_bunch_layout_and_as_frame():
 
 
 def test_split_keeps_supporting_facts_aligned():
-    babi = make_babi(1, 400, random_state=0)
+    babi = make_babi(1, n_samples=400, random_state=0)
     train, test = train_test_split_bunch(babi, test_size=0.25, random_state=0)
     assert (len(train.data), len(test.data)) == (300, 100)
     for part in (train, test):
@@ -215,10 +216,11 @@ def bunch_digest(bunch):
 def test_default_output_is_byte_for_byte_what_it_was(which):
     from fmmlearn.datasets import load_babi
 
-    bunch = load_babi(1, "test") if isinstance(which, str) else make_babi(which, 2000, random_state=which)
+    bunch = load_babi(1, split="test") if isinstance(which, str) else make_babi(which, n_samples=2000,
+                                                                                random_state=which)
     assert bunch_digest(bunch) == DEFAULT_DIGESTS[which]
-    assert bunch_digest(make_babi(1, 300, random_state=5, distractors=False)) == bunch_digest(
-        make_babi(1, 300, random_state=5))
+    assert bunch_digest(make_babi(1, n_samples=300, random_state=5, distractors=False)) == bunch_digest(
+        make_babi(1, n_samples=300, random_state=5))
 
 
 @pytest.fixture(scope="module")
@@ -287,7 +289,7 @@ def test_answer_occurrences_finds_whole_words_and_flags_the_supporting_ones():
     assert answer_occurrences([paragraph], ["office"], [[(52, 83)]]) == ([[]], [[]])
     with pytest.raises(ValueError, match="one entry per sample"):
         answer_occurrences([paragraph], ["garden", "office"], [[]])
-    babi = make_babi(1, 300, random_state=4)   # the default stories: found from the text alone
+    babi = make_babi(1, n_samples=300, random_state=4)   # the default stories: found from the text alone
     spans, flags = answer_occurrences([p for p, _ in babi.data], babi.target, babi.supporting_spans)
     for (paragraph, _), answer, where, supporting, (fact,) in zip(babi.data, babi.target, spans, flags,
                                                                  babi.supporting_spans):
@@ -314,7 +316,7 @@ def test_load_babi_with_distractors_carries_the_occurrences():
         bunch = dataset[split]
         assert {"answer_spans", "answer_supporting"} <= set(bunch.frame.columns)
         assert all(sum(flags) == 1 and len(flags) == 2 for flags in bunch.answer_supporting)
-    assert "answer_spans" not in load_babi(1, "test").frame.columns
+    assert "answer_spans" not in load_babi(1, split="test").frame.columns
     with pytest.raises(ValueError, match="generated bAbI-1 only"):
         load_babi(2, distractors=True)
     with pytest.raises(ValueError, match="source='facebook'"):
@@ -357,7 +359,8 @@ def babi_text(stories):
 @pytest.fixture(scope="module")
 def facebook_like():
     """50 train and 10 test examples of task 2, as the generator makes them (the expected result)."""
-    return {"train": make_babi(2, 50, random_state=11).frame, "test": make_babi(2, 10, random_state=12).frame}
+    return {"train": make_babi(2, n_samples=50, random_state=11).frame,
+            "test": make_babi(2, n_samples=10, random_state=12).frame}
 
 
 def assert_same_examples(bunch, frame):
@@ -415,7 +418,7 @@ def test_facebook_through_datasets_load_dataset(monkeypatch, facebook_like):
     assert calls == [("facebook/babi_qa", "en-10k-qa2", "train"), ("facebook/babi_qa", "en-10k-qa2", "test")]
     assert_same_examples(dataset.train, facebook_like["train"].iloc[:40])
     assert_same_examples(dataset.test, facebook_like["test"])
-    generated = load_babi(2, "test")                   # both sources: the same Bunch layout
+    generated = load_babi(2, split="test")                   # both sources: the same Bunch layout
     assert list(generated.frame.columns) == list(dataset.test.frame.columns)
     assert generated.feature_names == dataset.test.feature_names and generated.segments == dataset.test.segments
 
@@ -427,9 +430,10 @@ def test_facebook_in_the_hubs_parquet_layout(tmp_path, facebook_like):
         path = tmp_path / "en-10k-qa2" / f"{split}-00000-of-00001.parquet"
         path.parent.mkdir(exist_ok=True)
         hub_dataset(babi_stories(frame)).to_parquet(str(path))
-    test = load_babi(2, "test", source="facebook", data_dir=tmp_path)
+    test = load_babi(2, split="test", source="facebook", data_dir=tmp_path)
     assert_same_examples(test, facebook_like["test"])
-    files = load_babi(2, "test", data_files={"test": str(tmp_path / "en-10k-qa2" / "test-00000-of-00001.parquet")})
+    files = load_babi(2, split="test",
+                      data_files={"test": str(tmp_path / "en-10k-qa2" / "test-00000-of-00001.parquet")})
     assert_same_examples(files, facebook_like["test"])  # local files mean Facebook's data
 
 
@@ -441,7 +445,7 @@ def test_facebook_offline_without_a_cache_says_what_to_do(monkeypatch, tmp_path)
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     with pytest.raises(DatasetUnavailableError, match=r"'facebook/babi_qa', configuration 'en-10k-qa1'.*"
                                                       r"source='generated'.*HF_DATASETS_OFFLINE=0.*data_dir="):
-        load_babi(1, "test", source="facebook", cache_dir=tmp_path)
+        load_babi(1, split="test", source="facebook", cache_dir=tmp_path)
 
 
 def test_babi_source_arguments_are_checked(tmp_path):
@@ -458,4 +462,4 @@ def test_babi_source_arguments_are_checked(tmp_path):
     bad = tmp_path / "qa1_single-supporting-fact_test.txt"
     bad.write_text("1 Mary moved to the office.\n2 Where is Mary? \toffice\t7\n")
     with pytest.raises(ValueError, match=r"supporting line\(s\) \['7'\] that are not statements"):
-        load_babi(1, "test", source="facebook", data_dir=tmp_path)
+        load_babi(1, split="test", source="facebook", data_dir=tmp_path)

@@ -1,4 +1,4 @@
-"""Input-blind baselines: the question-blind posterior of bAbI-1 is exact, calibrated, and no blind rule beats it."""
+"""Input-blind predictors: the question-blind posterior of bAbI-1 is exact, calibrated, and no blind rule beats it."""
 
 import collections
 import re
@@ -8,7 +8,7 @@ import pytest
 
 from fmmlearn.datasets import (
     BABI_LOCATIONS,
-    blind_baseline,
+    blind_predictor,
     load_babi,
     majority_class,
     make_babi,
@@ -141,11 +141,11 @@ def test_distractor_paragraphs_leave_two_equally_likely_places(generated):
 
 
 def test_majority_class_and_bad_inputs():
-    assert majority_class(["b", "a", "b", "a", "c"], 3).tolist() == ["a", "a", "a"]   # ties: the smallest
+    assert majority_class(["b", "a", "b", "a", "c"], n_samples=3).tolist() == ["a", "a", "a"]   # ties: the smallest
     with pytest.raises(ValueError, match="y_train must be a non-empty 1-D"):
-        majority_class([], 2)
+        majority_class([], n_samples=2)
     with pytest.raises(ValueError, match="'n_samples' parameter of majority_class must be an int"):
-        majority_class(["a"], 1.5)
+        majority_class(["a"], n_samples=1.5)
     with pytest.raises(ValueError, match=r"paragraphs\[1\]: 'Mary took the apple.' is not a bAbI-1 move"):
         question_blind_proba(["Mary went to the garden.", "Mary took the apple."])
     with pytest.raises(TypeError, match="not a single str"):
@@ -154,17 +154,17 @@ def test_majority_class_and_bad_inputs():
         question_blind_proba(["Mary went to the garden."], distractors=1)
 
 
-def test_blind_baseline_picks_the_rule_of_the_dataset():
+def test_blind_predictor_picks_the_rule_of_the_dataset():
     babi = load_babi(1)
-    base = blind_baseline(babi.train.data, babi.train.target, babi.test.data, babi.test.target, "babi-1")
+    base = blind_predictor(babi.train.data, babi.train.target, babi.test.data, babi.test.target, dataset_name="babi-1")
     paragraphs = [p for p, _ in babi.test.data]
     assert base.rule == "question-blind"
     np.testing.assert_array_equal(base.predictions, question_blind_predictions(paragraphs))
     assert base.accuracy == pytest.approx(np.mean(base.predictions == babi.test.target))
-    other = blind_baseline(["x"] * 3, ["pos", "neg", "pos"], ["y", "z"], ["pos", "neg"], "tweets")
+    other = blind_predictor(["x"] * 3, ["pos", "neg", "pos"], ["y", "z"], ["pos", "neg"], dataset_name="tweets")
     assert other.rule == "majority class" and other.predictions.tolist() == ["pos", "pos"] and other.accuracy == 0.5
-    assert blind_baseline(["x"], ["a"], ["y"]).accuracy is None
+    assert blind_predictor(["x"], ["a"], ["y"]).accuracy is None
     with pytest.raises(ValueError, match="y_test has 1 labels but X_test 2"):
-        blind_baseline(["x"], ["a"], ["y", "z"], ["a"])
-    with pytest.raises(TypeError, match="'dataset_name' parameter of blind_baseline must be an instance of 'str'"):
-        blind_baseline(["x"], ["a"], ["y"], dataset_name=1)
+        blind_predictor(["x"], ["a"], ["y", "z"], ["a"])
+    with pytest.raises(TypeError, match="'dataset_name' parameter of blind_predictor must be an instance of 'str'"):
+        blind_predictor(["x"], ["a"], ["y"], dataset_name=1)

@@ -255,7 +255,7 @@ def test_babi_comes_from_the_generator_with_paper_sizes():
 
 
 def test_babi_from_exported_files_with_string_answers(tmp_path):
-    frame = make_babi(2, 5, random_state=0).frame.rename(columns={"label": "answer"})
+    frame = make_babi(2, n_samples=5, random_state=0).frame.rename(columns={"label": "answer"})
     path = write(frame[["paragraph", "question", "answer"]], tmp_path / "qa2_test.jsonl")
     test = load_paper_dataset("babi-2", split="test", data_files={"test": path})
     assert test.data == list(zip(frame["paragraph"], frame["question"]))

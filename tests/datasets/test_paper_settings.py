@@ -172,5 +172,5 @@ def test_cli_unknown_paper_dataset_is_a_parse_error(table, tmp_path, capsys):
 
 def test_primary_metric_lookup_names_the_argument():
     with pytest.raises(ValueError, match="dataset: unknown dataset name"):
-        paper_primary_metric("nope", "dataset")
+        paper_primary_metric("nope", argname="dataset")
     assert np.all([paper_primary_metric(n) == PRIMARY[n] for n in PRIMARY])

@@ -94,7 +94,7 @@ N_TRAIN, N_VALID, N_TEST = 48, 64, 20
 #: FaithfulTextClassifier defaults while the docs run: a short fit the tiny model learns something from.
 TINY_FIT_DEFAULTS = {"max_epochs": 2, "learning_rate": 3e-3, "warmup_ratio": 0.0}
 #: ``fmmlearn demo`` split and subset sizes while the docs run (each preset keeps its measures).
-TINY_DEMO_SIZES = {"n_train": 60, "n_valid": 30, "n_test": 12, "n_baseline": 2, "costly_examples": 6,
+TINY_DEMO_SIZES = {"n_train": 60, "n_valid": 30, "n_test": 12, "n_random": 2, "costly_examples": 6,
                    "budget": 5.0}
 
 #: The variables the docs use without defining them, and what they hold here.
@@ -406,7 +406,7 @@ def test_a_wrong_fmmlearn_name_or_call_fails_with_its_page_line(source, message)
 
 def test_right_fmmlearn_names_and_calls_pass():
     check_python_names(_block("import fmmlearn\nfrom fmmlearn import FaithfulTextClassifier\n"
-                              "fmmlearn.study.FaithfulnessStudy(measures=['rand'])\n"
+                              "fmmlearn.study.FaithfulnessStudy(methods=['rand'])\n"
                               "FaithfulTextClassifier.load('dir', device='cpu')\n"))
 
 

@@ -46,7 +46,7 @@ class NumericRowsAsText(FaithfulTextClassifier):
         return super().fit(self._as_text(X), y, **kwargs)
 
     def encode(self, X, name="X"):
-        return super().encode(self._as_text(X), name)
+        return super().encode(self._as_text(X), name=name)
 
 
 EXPECTED_FAILURES = {

@@ -130,11 +130,11 @@ def test_progress_bar_when_verbose(fitted_tiny, capsys):
 
 def test_explain_encoded_returns_full_length_arrays(fitted_tiny):
     encoding = fitted_tiny.encode(TEXTS)
-    scores = explain_encoded(fitted_tiny, encoding, [0, 1, 0], "loo-sign")
+    scores = explain_encoded(fitted_tiny, encoding, [0, 1, 0], method="loo-sign")
     assert [len(s) for s in scores] == [len(ids) for ids in encoding.input_ids]
     assert all(s[0] == 0 and s[-1] == 0 for s in scores)  # [CLS] and [SEP]
     with pytest.raises(ValueError, match="class indices"):
-        explain_encoded(fitted_tiny, encoding, [0, 1, 2], "loo-sign")
+        explain_encoded(fitted_tiny, encoding, [0, 1, 2], method="loo-sign")
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -33,7 +33,7 @@ def toy_batch(rows, segment_b=()):
 
 def masked_at(batch, target, ratios, method="grad-l2", **kwargs):
     """``{ratio: ids as lists}`` of the toy differentiable model's masking loop."""
-    steps = iter_batch_masking(ToyDifferentiable(), batch, torch.tensor(target), method, ratios,
+    steps = iter_batch_masking(ToyDifferentiable(), batch, torch.tensor(target), method=method, ratios=ratios,
                                mask_token_id=MASK, **kwargs)
     return {r: ids.tolist() for r, ids in steps}
 
@@ -85,7 +85,8 @@ class Counting(ToyDifferentiable):
 
 def test_ratio_one_and_zero_never_call_the_measure():
     model = Counting()
-    list(iter_batch_masking(model, toy_batch([X1]), torch.tensor([0]), "grad-l2", [0.0, 1.0], mask_token_id=MASK))
+    list(iter_batch_masking(model, toy_batch([X1]), torch.tensor([0]), method="grad-l2", ratios=[0.0, 1.0],
+                            mask_token_id=MASK))
     assert model.calls == 0
 
 
@@ -93,7 +94,7 @@ def test_recursive_measure_skips_rows_without_new_masks():
     # x2 has one token: floor(r * 1) = 0 below r = 1, so only x1 is explained at the two middle steps.
     model = Counting()
     batch = toy_batch([X1, X2])
-    steps = list(iter_batch_masking(model, batch, torch.tensor([0, 1]), "grad-l2", [0, 0.2, 0.5, 1.0],
+    steps = list(iter_batch_masking(model, batch, torch.tensor([0, 1]), method="grad-l2", ratios=[0, 0.2, 0.5, 1.0],
                                     mask_token_id=MASK))
     assert model.calls == 1  # r=0.2 masks nothing (floor(0.4) = 0), r=0.5 explains x1 alone
     assert steps[2][1].tolist() == [[BOS, MASK, TOKEN, EOS, PAD], X2]
@@ -101,7 +102,7 @@ def test_recursive_measure_skips_rows_without_new_masks():
 
 def test_non_recursive_measure_is_computed_once():
     model = Counting()
-    list(iter_batch_masking(model, toy_batch([X1, X2]), torch.tensor([0, 1]), "grad-l2", None,
+    list(iter_batch_masking(model, toy_batch([X1, X2]), torch.tensor([0, 1]), method="grad-l2", ratios=None,
                             mask_token_id=MASK, recursive=False))
     assert model.calls == 1
 
@@ -118,9 +119,9 @@ def bert(tiny_model_dir):
 def test_masks_grow_and_only_segment_a_is_touched(bert, method):
     model, tokenizer = bert
     batch = make_batch(tokenizer, PAIRS, is_pair=True)
-    eligible = eligible_positions(batch, "first")
+    eligible = eligible_positions(batch, segment="first")
     previous = batch.input_ids
-    steps = list(iter_batch_masking(model, batch, torch.tensor([0, 1]), method, None,
+    steps = list(iter_batch_masking(model, batch, torch.tensor([0, 1]), method=method, ratios=None,
                                     mask_token_id=tokenizer.mask_token_id, generator=torch.Generator().manual_seed(0)))
     assert [r for r, _ in steps] == pytest.approx([k / 10 for k in range(11)])
     n = eligible.sum(dim=1)
@@ -144,7 +145,7 @@ def test_encoding_level_loop_restores_input_order(bert_clf):
     X, y = make_sentiment(20, seed=3, max_words=14)
     encoding = bert_clf.encode(X)
     target = np.array([list(bert_clf.classes_).index(v) for v in y])
-    steps = dict(iter_explainer_masking(bert_clf, encoding, target, "inp-grad-sign", [0, 0.5, 1.0],
+    steps = dict(iter_explainer_masking(bert_clf, encoding, target, method="inp-grad-sign", ratios=[0, 0.5, 1.0],
                                         batch_size=3))
     mask = bert_clf.tokenizer_.mask_token_id
     for i, clean in enumerate(encoding.input_ids):

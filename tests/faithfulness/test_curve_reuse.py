@@ -37,7 +37,7 @@ def naive_curve(clf, X, y, method, metric, **kwargs):
     target_idx = np.searchsorted(clf.classes_, y)
     metric = get_metric(metric)
     values, fractions = [], []
-    for ratio, ids in iter_explainer_masking(clf, encoding, target_idx, method, **kwargs):
+    for ratio, ids in iter_explainer_masking(clf, encoding, target_idx, method=method, **kwargs):
         logits = clf.encoded_logits(encoding, input_ids=ids)
         if metric.needs_proba:
             proba = torch.softmax(torch.from_numpy(logits).double(), dim=1).numpy()
@@ -59,7 +59,7 @@ def naive_curve(clf, X, y, method, metric, **kwargs):
 def test_batched_curve_equals_the_naive_loop(bundled_tokenizer, data, method, recursive, metric):
     clf = BagClassifier(bundled_tokenizer, word_weights(bundled_tokenizer))
     X, y = data
-    curve = faithfulness_curve(clf, X, y, method, recursive=recursive, metric=metric)
+    curve = faithfulness_curve(clf, X, y, method=method, recursive=recursive, metric=metric)
     values, fractions = naive_curve(clf, X, y, method, metric, recursive=recursive)
     np.testing.assert_allclose(curve["value"].to_numpy(), values, rtol=0, atol=1e-12)
     np.testing.assert_allclose(curve["mean_masked_fraction"].to_numpy(), fractions, rtol=0, atol=1e-12)
@@ -67,7 +67,7 @@ def test_batched_curve_equals_the_naive_loop(bundled_tokenizer, data, method, re
 
 def test_batched_curve_equals_the_naive_loop_on_a_bert(fitted_tiny, data):
     X, y = data
-    curve = faithfulness_curve(fitted_tiny, X, y, "loo-sign", metric="loss")
+    curve = faithfulness_curve(fitted_tiny, X, y, method="loo-sign", metric="loss")
     values, fractions = naive_curve(fitted_tiny, X, y, "loo-sign", "loss")
     np.testing.assert_allclose(curve["value"].to_numpy(), values, rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(curve["mean_masked_fraction"].to_numpy(), fractions)
@@ -80,12 +80,12 @@ def test_non_recursive_curve_explains_once_and_evaluates_each_distinct_input_onc
     monkeypatch.setattr(_loop, "compute_importance", lambda *a, **k: calls.append(1) or compute(*a, **k))
     clf = CountingBag(bundled_tokenizer, word_weights(bundled_tokenizer))
     X, y = data
-    faithfulness_curve(clf, X, y, "inp-grad-sign", recursive=False)
+    faithfulness_curve(clf, X, y, method="inp-grad-sign", recursive=False)
     n_batches = -(-len(X) // clf.batch_size)  # gradient measures run clf.batch_size examples at a time
     assert len(calls) == n_batches  # one explanation per batch, reused for all 11 ratios
 
     encoding = clf.encode(X)
-    steps = list(iter_explainer_masking(clf, encoding, np.searchsorted(clf.classes_, y), "inp-grad-sign",
+    steps = list(iter_explainer_masking(clf, encoding, np.searchsorted(clf.classes_, y), method="inp-grad-sign",
                                         recursive=False))
     distinct = {(i, ids[i].tobytes()) for _, ids in steps for i in range(len(X))}
     clf.rows = 0
@@ -107,7 +107,7 @@ def test_recursive_curve_re_explains_only_rows_that_mask_something_new(bundled_t
     clf = BagClassifier(bundled_tokenizer, word_weights(bundled_tokenizer))
     X, y = data
     encoding = clf.encode(X)
-    list(iter_explainer_masking(clf, encoding, np.searchsorted(clf.classes_, y), "loo-sign"))
+    list(iter_explainer_masking(clf, encoding, np.searchsorted(clf.classes_, y), method="loo-sign"))
     n = np.array([(~m).sum() for m in encoding.special_tokens_mask])
     # a row is explained at ratio r only when floor(r n) exceeds what the previous ratio masked
     grid = np.round(np.arange(11) / 10, 6)

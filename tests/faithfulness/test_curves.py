@@ -31,7 +31,7 @@ def bag_data():
 
 @pytest.fixture(scope="module")
 def bag_rand(bag, bag_data):
-    return faithfulness_curve(bag, *bag_data, "rand")
+    return faithfulness_curve(bag, *bag_data, method="rand")
 
 
 def test_curve_frame_format(bag, bag_data, bag_rand):
@@ -45,21 +45,21 @@ def test_curve_frame_format(bag, bag_data, bag_rand):
 
 def test_true_ordering_reaches_the_oracle_and_rand_averages_zero(bag, bag_data, bag_rand):
     X, y = bag_data
-    oracle = faithfulness_curve(bag, X, y, "oracle", importances=bag.true_importances(X, y))
+    oracle = faithfulness_curve(bag, X, y, method="oracle", importances=bag.true_importances(X, y))
     best = racu(oracle, bag_rand)
     assert best > 1  # a signed measure drives accuracy below the fully-masked level
     for method in ("loo-sign", "inp-grad-sign"):  # both equal the true contributions on this model
-        assert racu(faithfulness_curve(bag, X, y, method), bag_rand) == pytest.approx(best)
-    reverse = faithfulness_curve(bag, X, y, "reverse", importances=[-s for s in bag.true_importances(X, y)])
+        assert racu(faithfulness_curve(bag, X, y, method=method), bag_rand) == pytest.approx(best)
+    reverse = faithfulness_curve(bag, X, y, method="reverse", importances=[-s for s in bag.true_importances(X, y)])
     assert racu(reverse, bag_rand) < 0
-    rand = [racu(faithfulness_curve(bag, X, y, "rand", random_state=s), bag_rand) for s in range(1, 9)]
+    rand = [racu(faithfulness_curve(bag, X, y, method="rand", random_state=s), bag_rand) for s in range(1, 9)]
     assert abs(np.mean(rand)) < 0.12 and max(rand) < best / 3
 
 
 def test_loss_curve_rises_and_keeps_the_racu_sign(bag, bag_data, bag_rand):
     X, y = bag_data
-    loo = faithfulness_curve(bag, X, y, "loo-sign", metric="loss")
-    rand = faithfulness_curve(bag, X, y, "rand", metric="log_loss")
+    loo = faithfulness_curve(bag, X, y, method="loo-sign", metric="loss")
+    rand = faithfulness_curve(bag, X, y, method="rand", metric="log_loss")
     assert loo["metric"].iloc[0] == "log_loss" and loo["value"].iloc[5] > loo["value"].iloc[0]
     assert acu(loo, rand) > 0 and racu(loo, rand) > 0  # inferred from the metric column
     assert acu(loo, rand) == pytest.approx(-acu(loo, rand, greater_is_better=True))
@@ -68,7 +68,7 @@ def test_loss_curve_rises_and_keeps_the_racu_sign(bag, bag_data, bag_rand):
 def test_precomputed_formats_equal_the_non_recursive_path(bert_clf):
     X, y = make_sentiment(10, seed=5)
     ratios = [0.0, 0.3, 0.6, 1.0]
-    internal = faithfulness_curve(bert_clf, X, y, "grad-l2", ratios, recursive=False)
+    internal = faithfulness_curve(bert_clf, X, y, method="grad-l2", ratios=ratios, recursive=False)
     frame = explain(bert_clf, X, y, method="grad-l2")
     encoding = bert_clf.encode(X)
     as_list = [np.zeros(n) for n in encoding.lengths]
@@ -78,7 +78,7 @@ def test_precomputed_formats_equal_the_non_recursive_path(bert_clf):
     for i, scores in enumerate(as_list):
         as_array[i, : len(scores)] = scores
     for importances in (frame, as_list, as_array):
-        curve = faithfulness_curve(bert_clf, X, y, "grad-l2", ratios, importances=importances)
+        curve = faithfulness_curve(bert_clf, X, y, method="grad-l2", ratios=ratios, importances=importances)
         pd.testing.assert_frame_equal(curve, internal)
 
 

@@ -107,7 +107,7 @@ def test_comprehensiveness_and_sufficiency_by_hand(hand_bag):
 def test_loo_sign_of_the_bag_is_its_exact_ranking(hand_bag):
     # loo-sign of a LinearBag is each token's exact contribution, so it reproduces the given ranking.
     given = erasure_metrics(hand_bag, HAND_X[:2], HAND_Y[:2], importances=HAND_IMPORTANCES[:2], k=K4, n_bootstrap=0)
-    computed = erasure_metrics(hand_bag, HAND_X[:2], HAND_Y[:2], "loo-sign", k=K4, n_bootstrap=0)
+    computed = erasure_metrics(hand_bag, HAND_X[:2], HAND_Y[:2], method="loo-sign", k=K4, n_bootstrap=0)
     np.testing.assert_allclose(computed.per_example["value"], given.per_example["value"], rtol=1e-6)
     assert (computed.per_example["method"] == "loo-sign").all() and (given.per_example["method"] == "precomputed").all()
 
@@ -262,8 +262,8 @@ def test_validity_flag_flips_between_plain_and_masked(toy_models, toy_data):
     X_calib, X_test, y_test = toy_data
     plain, masked = toy_models
     k = (0.25, 0.5)
-    on_plain = erasure_metrics(plain, X_test, y_test, "loo-sign", k=k, X_calib=X_calib, n_bootstrap=0)
-    on_masked = erasure_metrics(masked, X_test, y_test, "loo-sign", k=k, X_calib=X_calib, n_bootstrap=0)
+    on_plain = erasure_metrics(plain, X_test, y_test, method="loo-sign", k=k, X_calib=X_calib, n_bootstrap=0)
+    on_masked = erasure_metrics(masked, X_test, y_test, method="loo-sign", k=k, X_calib=X_calib, n_bootstrap=0)
     # Same logits, same metric: only the certification differs.
     np.testing.assert_allclose(on_plain.per_example["value"], on_masked.per_example["value"])
     assert on_plain.summary["valid"].tolist() == [False] * 6
@@ -272,7 +272,7 @@ def test_validity_flag_flips_between_plain_and_masked(toy_models, toy_data):
     assert (on_masked.summary["ood_share"] == 0.0).all()
     assert (on_plain.per_example["masf_p"] < 0.05).all() and (on_masked.per_example["masf_p"] == 1.0).all()
     # Deleting tokens never shows this plain model a mask token: in-distribution by its features.
-    deleted = erasure_metrics(plain, X_test, y_test, "loo-sign", k=k, X_calib=X_calib, removal="delete",
+    deleted = erasure_metrics(plain, X_test, y_test, method="loo-sign", k=k, X_calib=X_calib, removal="delete",
                               n_bootstrap=0)
     assert deleted.summary["valid"].all()
 
@@ -281,9 +281,9 @@ def test_validity_with_a_fitted_masf_and_the_k1_sufficiency(toy_models, toy_data
     X_calib, X_test, y_test = toy_data
     plain, _ = toy_models
     masf = MaSF(random_state=0).fit(calibration_features(plain, X_calib, random_state=0))
-    fitted = erasure_metrics(plain, X_test, y_test, "loo-sign", k=(0.5, 1.0), masf=masf, random_state=0,
+    fitted = erasure_metrics(plain, X_test, y_test, method="loo-sign", k=(0.5, 1.0), masf=masf, random_state=0,
                              n_bootstrap=0)
-    fitting = erasure_metrics(plain, X_test, y_test, "loo-sign", k=(0.5, 1.0), X_calib=X_calib, random_state=0,
+    fitting = erasure_metrics(plain, X_test, y_test, method="loo-sign", k=(0.5, 1.0), X_calib=X_calib, random_state=0,
                               n_bootstrap=0)
     pd.testing.assert_frame_equal(fitted.summary, fitting.summary)
     suff = fitted.summary[fitted.summary["mode"] == "sufficiency"].set_index("k")
@@ -295,22 +295,22 @@ def test_uncertified_without_calibration_and_refused_when_masf_cannot_reject(toy
     X_calib, X_test, y_test = toy_data
     plain, _ = toy_models
     with pytest.warns(FaithfulnessWarning, match="not certified"):
-        report = erasure_metrics(plain, X_test, y_test, "loo-sign", k=0.5, n_bootstrap=0)
+        report = erasure_metrics(plain, X_test, y_test, method="loo-sign", k=0.5, n_bootstrap=0)
     assert report.summary["valid"].isna().all() and report.summary["ood_share"].isna().all()
     assert str(report.summary["valid"].dtype) == "boolean"
     with pytest.warns(UserWarning, match="level-3 fold has only 10"):
         small = MaSF(random_state=0).fit(calibration_features(plain, X_calib[:30], random_state=0))
     with pytest.raises(ValueError, match="smallest p-value is 0.0909 .its conformal level holds 10 examples., so no"):
-        erasure_metrics(plain, X_test, y_test, "loo-sign", k=0.5, masf=small)
+        erasure_metrics(plain, X_test, y_test, method="loo-sign", k=0.5, masf=small)
     with pytest.raises(ValueError, match="either a fitted masf or X_calib"):
-        erasure_metrics(plain, X_test, y_test, "loo-sign", masf=small, X_calib=X_calib)
+        erasure_metrics(plain, X_test, y_test, method="loo-sign", masf=small, X_calib=X_calib)
     with pytest.raises(ValueError, match="X_calib has 3"):
-        erasure_metrics(plain, X_test, y_test, "loo-sign", X_calib=X_calib[:3])
+        erasure_metrics(plain, X_test, y_test, method="loo-sign", X_calib=X_calib[:3])
 
 
 def test_plot_colours_points_by_validity(toy_models, toy_data):
     X_calib, X_test, y_test = toy_data
-    reports = {name: erasure_metrics(clf, X_test, y_test, "loo-sign", k=(0.25, 0.5), X_calib=X_calib,
+    reports = {name: erasure_metrics(clf, X_test, y_test, method="loo-sign", k=(0.25, 0.5), X_calib=X_calib,
                                      n_bootstrap=99, model_name=name)
                for name, clf in zip(("plain", "masked"), toy_models)}
     ax = plot_erasure(reports)
@@ -428,8 +428,8 @@ def test_bad_arguments_are_errors_before_model_work(exploding, kwargs, message):
 def test_bootstrap_intervals_are_seeded(hand_bag):
     X, y = make_sentiment(30, seed=3)
     options = dict(k=(0.2, 0.5), n_bootstrap=199, random_state=4)
-    first = erasure_metrics(hand_bag, X, y, "loo-sign", **options).summary
-    again = erasure_metrics(hand_bag, X, y, "loo-sign", **options).summary
+    first = erasure_metrics(hand_bag, X, y, method="loo-sign", **options).summary
+    again = erasure_metrics(hand_bag, X, y, method="loo-sign", **options).summary
     pd.testing.assert_frame_equal(first, again)
     spread = first[first["ci_high"] > first["ci_low"]]
     assert len(spread) and (spread["ci_low"] <= spread["mean"]).all() and (spread["mean"] <= spread["ci_high"]).all()
@@ -440,7 +440,7 @@ def test_bootstrap_intervals_are_seeded(hand_bag):
 
 def test_scorer_is_the_mean_aopc_and_negates_sufficiency(hand_bag):
     X, y = make_sentiment(20, seed=7)
-    report = erasure_metrics(hand_bag, X, y, "loo-sign", k=(0.2, 0.5), n_bootstrap=0, random_state=0)
+    report = erasure_metrics(hand_bag, X, y, method="loo-sign", k=(0.2, 0.5), n_bootstrap=0, random_state=0)
     comp = make_erasure_scorer("loo-sign", k=(0.2, 0.5))
     suff = make_erasure_scorer("loo-sign", k=(0.2, 0.5), mode="sufficiency")
     at_half = make_erasure_scorer("loo-sign", k=(0.2, 0.5), aggregate=0.5)

@@ -38,8 +38,8 @@ def test_default_score_is_racu_of_loo_against_rand(bag, data):
 
 def test_scorer_equals_the_curves_it_is_made_of(bag, data):
     scorer = make_faithfulness_scorer("inp-grad-sign", random_state=7)
-    curve = faithfulness_curve(bag, *data, "inp-grad-sign")
-    baseline = faithfulness_curve(bag, *data, "rand", random_state=derive_seed(7, 0, 0))  # the scorer's stream
+    curve = faithfulness_curve(bag, *data, method="inp-grad-sign")
+    baseline = faithfulness_curve(bag, *data, method="rand", random_state=derive_seed(7, 0, 0))  # the scorer's stream
     assert scorer(bag, *data) == pytest.approx(racu(curve, baseline), abs=1e-12)
     unscaled = make_faithfulness_scorer("inp-grad-sign", relative=False, random_state=7)
     assert unscaled(bag, *data) == pytest.approx(acu(curve, baseline), abs=1e-12)

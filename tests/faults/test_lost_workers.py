@@ -88,7 +88,7 @@ def test_a_study_whose_fitting_worker_is_killed_equals_the_single_process_study(
     X, y = make_sentiment(80, seed=7)
 
     def study(cache):
-        return FaithfulnessStudy(tiny_model_dir, masking_ratios=(0.0, 1.0), measures=("rand", "inp-grad-sign"),
+        return FaithfulnessStudy(tiny_model_dir, masking_ratios=(0.0, 1.0), methods=("rand", "inp-grad-sign"),
                                  seeds=(0,), in_distribution=None, erasure=None, n_explain=0, n_bootstrap=100,
                                  classifier_params={k: v for k, v in CLASSIFIER.items()
                                                     if k not in ("device", "random_state", "validation_fraction")},

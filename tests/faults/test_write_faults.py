@@ -71,8 +71,8 @@ def test_a_save_into_a_read_only_place_names_the_path(fitted_tiny, tmp_path, mon
 
 @pytest.fixture(scope="module")
 def study_result(tiny_model_dir):
-    study = FaithfulnessStudy(tiny_model_dir, masking_ratios=(1.0,), measures=["rand", "inp-grad-sign"], seeds=(0,),
-                              n_train=60, n_valid=20, n_test=16, n_baseline=1, n_bootstrap=100, in_distribution=None,
+    study = FaithfulnessStudy(tiny_model_dir, masking_ratios=(1.0,), methods=["rand", "inp-grad-sign"], seeds=(0,),
+                              n_train=60, n_valid=20, n_test=16, n_random=1, n_bootstrap=100, in_distribution=None,
                               erasure=None, n_explain=0, classifier_params=TINY_FIT, device="cpu", verbose=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -67,7 +67,7 @@ class WrappedClassifier:
         self.max_length = None
 
     def encode(self, X, name="X"):
-        texts, is_pair = validate_texts(X, name)
+        texts, is_pair = validate_texts(X, name=name)
         return encode(self.tokenizer_, texts, is_pair=is_pair, max_length=self.max_length)
 
     def encoded_logits(self, encoding, input_ids=None):

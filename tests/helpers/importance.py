@@ -33,14 +33,14 @@ def make_batch(tokenizer, texts, indices=None, is_pair=False):
     """Encode ``texts`` and collate the examples at ``indices`` (default all) into a Batch."""
     encoding = encode(tokenizer, list(texts), is_pair=is_pair, max_length=None)
     indices = range(len(texts)) if indices is None else indices
-    return collate(encoding, list(indices), tokenizer.pad_token_id)
+    return collate(encoding, list(indices), pad_token_id=tokenizer.pad_token_id)
 
 
 def scores_of(model, tokenizer, batch, method, target=None, segment="first", **params):
     """``compute_importance`` with the batch's segment-A positions and target class 1 by default."""
     target = torch.ones(len(batch), dtype=torch.long) if target is None else target
-    return compute_importance(model, batch, target, method, mask_token_id=tokenizer.mask_token_id,
-                              eligible=eligible_positions(batch, segment), **params)
+    return compute_importance(model, batch, target, method=method, mask_token_id=tokenizer.mask_token_id,
+                              eligible=eligible_positions(batch, segment=segment), **params)
 
 
 def target_logit(model, batch, target, input_ids=None, inputs_embeds=None):

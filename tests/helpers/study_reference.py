@@ -19,8 +19,8 @@ REFERENCE_DIR = Path(__file__).resolve().parents[1] / "data" / "study_reference"
 COMPARED = {"performance": ["fit_seconds"], "curves": [], "racu": [], "racu_summary": [], "in_distribution": [],
             "erasure": [], "outcomes": [], "explanations": [], "comparisons": [], "masf_controls": [],
             "in_distribution_verdicts": [], "power_curves": []}
-SETTINGS = dict(masking_ratios=(0.0, 1.0), measures=["rand", "inp-grad-sign", "loo-sign"], seeds=(0,),
-                n_train=100, n_valid=60, n_test=30, n_baseline=2, n_bootstrap=199, n_explain=2, erasure="auto",
+SETTINGS = dict(masking_ratios=(0.0, 1.0), methods=["rand", "inp-grad-sign", "loo-sign"], seeds=(0,),
+                n_train=100, n_valid=60, n_test=30, n_random=2, n_bootstrap=199, n_explain=2, erasure="auto",
                 convergence_threshold=None, device="cpu", verbose=0,
                 classifier_params=dict(max_epochs=4, batch_size=16, learning_rate=3e-3, warmup_ratio=0.0,
                                        precision="fp32"))

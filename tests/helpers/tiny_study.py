@@ -108,8 +108,8 @@ def damage_entry(entry, fault: str) -> None:
 def study(model_dir, cache):
     from fmmlearn.study import FaithfulnessStudy
 
-    return FaithfulnessStudy(model_dir, masking_ratios=(0.0, 1.0), measures=["rand", "inp-grad-sign"], seeds=(0,),
-                             n_train=60, n_valid=20, n_test=16, n_baseline=1, n_bootstrap=100, in_distribution=None,
+    return FaithfulnessStudy(model_dir, masking_ratios=(0.0, 1.0), methods=["rand", "inp-grad-sign"], seeds=(0,),
+                             n_train=60, n_valid=20, n_test=16, n_random=1, n_bootstrap=100, in_distribution=None,
                              erasure=None, n_explain=0, classifier_params=TINY_FIT, device="cpu", verbose=0,
                              cache_dir=cache)
 

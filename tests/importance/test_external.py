@@ -10,7 +10,7 @@ from helpers.data import make_sentiment
 from fmmlearn import explain
 from fmmlearn.exceptions import ExplainerError
 from fmmlearn.faithfulness import faithfulness_curve, racu
-from fmmlearn.importance import CallableExplainer, CaptumExplainer, as_explainer, get_measure
+from fmmlearn.importance import CallableExplainer, CaptumExplainer, as_explainer, get_method
 from fmmlearn.importance.external import registered_explainer
 
 captum_attr = pytest.importorskip("captum.attr")
@@ -44,8 +44,8 @@ def loo_callable(fitted_tiny):
 
 
 def _curves(clf, X, y, method, recursive):
-    curve = faithfulness_curve(clf, X, y, method, RATIOS, recursive=recursive)
-    rand = faithfulness_curve(clf, X, y, "rand", RATIOS, random_state=0)
+    curve = faithfulness_curve(clf, X, y, method=method, ratios=RATIOS, recursive=recursive)
+    rand = faithfulness_curve(clf, X, y, method="rand", ratios=RATIOS, random_state=0)
     return curve, racu(curve, rand)
 
 
@@ -57,7 +57,7 @@ def test_loo_as_a_callable_and_as_feature_ablation_equals_loo_sign(fitted_tiny, 
         curve, value = _curves(fitted_tiny, X, y, method, recursive)
         np.testing.assert_array_equal(curve["value"].to_numpy(), reference["value"].to_numpy())
         assert value == reference_racu
-        assert (curve["method"] == get_measure(method).name).all()
+        assert (curve["method"] == get_method(method).name).all()
 
 
 def test_feature_ablation_and_occlusion_scores_equal_loo_sign(fitted_tiny, data):
@@ -66,7 +66,7 @@ def test_feature_ablation_and_occlusion_scores_equal_loo_sign(fitted_tiny, data)
     for method in (captum_attr.FeatureAblation, captum_attr.Occlusion):
         scores = explain(fitted_tiny, X, y, method=method)
         np.testing.assert_allclose(scores["importance"].to_numpy(), loo, atol=1e-5)
-        assert (scores["method"] == get_measure(method).name).all()
+        assert (scores["method"] == get_method(method).name).all()
 
 
 @pytest.mark.parametrize("attribution", ["IntegratedGradients", "Saliency", "InputXGradient", "DeepLift",
@@ -104,12 +104,12 @@ def test_signedness_is_declared_or_inferred_and_shown(fitted_tiny, data):
 
     assert as_explainer(positive).signed is None
     e = explain(fitted_tiny, X[:2], y[:2], method=positive)
-    assert as_explainer(positive).signed is False and get_measure(positive).signed is False
+    assert as_explainer(positive).signed is False and get_method(positive).signed is False
     assert not e.examples["signed"].any()
     e = explain(fitted_tiny, X[:2], y[:2], method=signed_scores)
-    assert get_measure(signed_scores).signed is True and e.examples["signed"].all()
+    assert get_method(signed_scores).signed is True and e.examples["signed"].all()
     assert CallableExplainer(positive, name="declared", signed=True).signed is True
-    assert registered_explainer(get_measure(positive).name) is as_explainer(positive)
+    assert registered_explainer(get_method(positive).name) is as_explainer(positive)
 
 
 def test_a_name_is_stable_and_the_registered_name_resolves(data):
@@ -117,12 +117,12 @@ def test_a_name_is_stable_and_the_registered_name_resolves(data):
         return attention_mask.float()
 
     qualname = "test_a_name_is_stable_and_the_registered_name_resolves.<locals>.my_fn"
-    assert get_measure(my_fn).name == f"{__name__}.{qualname}"
-    assert get_measure(get_measure(my_fn).name).explainer is as_explainer(my_fn)
-    assert get_measure(captum_attr.Occlusion).name == "Occlusion"
+    assert get_method(my_fn).name == f"{__name__}.{qualname}"
+    assert get_method(get_method(my_fn).name).explainer is as_explainer(my_fn)
+    assert get_method(captum_attr.Occlusion).name == "Occlusion"
     assert CaptumExplainer(captum_attr.IntegratedGradients, n_steps=20).name == "IntegratedGradients(n_steps=20)"
     with pytest.raises(ValueError, match="built-in measure's name"):
-        get_measure(CallableExplainer(my_fn, name="loo-sign"))
+        get_method(CallableExplainer(my_fn, name="loo-sign"))
 
 
 @pytest.mark.parametrize("returned, message", [
@@ -242,9 +242,9 @@ def test_a_configured_captum_object_keeps_its_settings_and_gets_the_models_forwa
 
 def test_unsupported_captum_classes_and_values_are_type_errors():
     with pytest.raises(TypeError, match="neither a perturbation, a layer nor a gradient attribution"):
-        get_measure(captum_attr.NoiseTunnel)
+        get_method(captum_attr.NoiseTunnel)
     with pytest.raises(ValueError, match="a callable fn"):
-        get_measure(42)
+        get_method(42)
 
 
 def test_an_explainer_out_of_memory_gets_smaller_batches_not_an_error(fitted_tiny, data):

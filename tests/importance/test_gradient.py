@@ -58,7 +58,7 @@ def test_gradient_norms_match_the_materialised_one_hot_gradient(bert64):
     logits = model(inputs_embeds=one_hot @ weight, attention_mask=batch.attention_mask,
                    token_type_ids=batch.token_type_ids).logits
     (grad,) = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), one_hot)
-    eligible = eligible_positions(batch, "all")
+    eligible = eligible_positions(batch, segment="all")
     for method, naive in [("grad-l2", grad.norm(dim=-1)), ("grad-l1", grad.abs().sum(dim=-1))]:
         # A small block size forces many vocabulary chunks in grad-l1.
         params = {"block_elements": 1000} if method == "grad-l1" else {}

@@ -19,7 +19,7 @@ def test_integrated_gradients_completeness(bert64, baseline, positions):
     target = torch.tensor([0, 1, 1, 0])
     # With every position moving, completeness covers the special tokens too, so all are scored.
     eligible = eligible_positions(batch) if positions == "eligible" else batch.attention_mask.bool()
-    scores = compute_importance(model, batch, target, "int-grad-sign", mask_token_id=tokenizer.mask_token_id,
+    scores = compute_importance(model, batch, target, method="int-grad-sign", mask_token_id=tokenizer.mask_token_id,
                                 eligible=eligible, n_steps=64, rule="gausslegendre", baseline=baseline,
                                 baseline_positions=positions)
     e = embeddings(model, batch)

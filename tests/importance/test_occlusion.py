@@ -21,7 +21,7 @@ def test_loo_equals_direct_re_evaluation(bert, texts, is_pair, segment):
     target = torch.zeros(len(batch), dtype=torch.long)
     scores = scores_of(model, tokenizer, batch, "loo-sign", target, segment=segment, internal_batch_size=5)
     clean = target_logit(model, batch, target)
-    eligible = eligible_positions(batch, segment)
+    eligible = eligible_positions(batch, segment=segment)
     expected = torch.zeros_like(scores)
     for example, position in eligible.nonzero().tolist():
         ids = batch.input_ids.clone()

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from fmmlearn.encoding import Batch
-from fmmlearn.importance import MEASURE_NAMES, compute_importance, get_measure, importance_measures
+from fmmlearn.importance import METHOD_NAMES, compute_importance, get_method, importance_methods
 
 from helpers.importance import ToyDifferentiable
 
@@ -44,7 +44,7 @@ def toy_batch(rows):
 
 def run(model, batch, target, method, eligible=None, **params):
     eligible = batch.attention_mask.bool() if eligible is None else eligible
-    return compute_importance(model, batch, torch.tensor(target), method, mask_token_id=MASK,
+    return compute_importance(model, batch, torch.tensor(target), method=method, mask_token_id=MASK,
                               eligible=eligible, **params)
 
 
@@ -149,15 +149,15 @@ def test_beam_ranks_are_not_interleaved_for_equal_lengths():
 
 
 def test_registry_lists_every_paper_measure():
-    frame = importance_measures()
+    frame = importance_methods()
     names = ["rand", "grad-l2", "grad-l1", "inp-grad-sign", "inp-grad-abs", "int-grad-sign", "int-grad-abs",
              "loo-sign", "loo-abs", "beam-sign-K"]
-    assert frame.index.tolist() == names == list(MEASURE_NAMES)
+    assert frame.index.tolist() == names == list(METHOD_NAMES)
     signed = {"inp-grad-sign", "int-grad-sign", "loo-sign", "beam-sign-K"}
     assert set(frame.index[frame["signed"]]) == signed
     assert frame["recursive"].to_dict() == {n: n != "beam-sign-K" for n in names}
     assert {"cost", "uses_gradients", "description"} <= set(frame.columns)
-    measure = get_measure("beam-sign-10")
+    measure = get_method("beam-sign-10")
     assert (measure.name, measure.params, measure.recursive, measure.signed) == ("beam-sign-10", {"beam_size": 10},
                                                                                  False, True)
 
@@ -171,7 +171,7 @@ def test_registry_lists_every_paper_measure():
 ])
 def test_unknown_or_invalid_method_names(name, message):
     with pytest.raises(ValueError, match=message) as info:
-        get_measure(name)
+        get_method(name)
     if message.startswith("method"):
         assert "loo-sign" in str(info.value) and "beam-sign-K" in str(info.value)
 

@@ -138,13 +138,13 @@ def fast_bf16(monkeypatch, fitted_tiny):
 def test_loo_and_beam_do_not_depend_on_precision(fitted_tiny, fast_bf16, method):
     encoding = fitted_tiny.encode(["the movie was great", "a really awful and boring plot", "fine", "sad story"])
     targets = np.array([1, 0, 1, 0])
-    exact = explain_encoded(fitted_tiny, encoding, targets, method)  # the fixture classifier is fp32
+    exact = explain_encoded(fitted_tiny, encoding, targets, method=method)  # the fixture classifier is fp32
     for precision in ("auto", "bf16"):
         clf = copy.copy(fitted_tiny)
         clf.precision = precision
         assert clf.inference_dtype_ is torch.bfloat16  # predictions would use bf16 ...
         for per_call in (None, "auto"):  # ... but LOO and beam stay fp32: identical scores and rankings
-            scores = explain_encoded(clf, encoding, targets, method, precision=per_call)
+            scores = explain_encoded(clf, encoding, targets, method=method, precision=per_call)
             for a, b in zip(scores, exact):
                 np.testing.assert_array_equal(a, b)
 
@@ -155,7 +155,7 @@ def test_an_explicit_bf16_request_is_honoured_for_loo(fitted_tiny):
     hook = fitted_tiny.model_.register_forward_pre_hook(
         lambda module, args: seen.append(torch.is_autocast_enabled("cpu")))
     try:
-        explain_encoded(fitted_tiny, encoding, np.array([1, 0]), "loo-sign", precision="bf16")
+        explain_encoded(fitted_tiny, encoding, np.array([1, 0]), method="loo-sign", precision="bf16")
     finally:
         hook.remove()
     assert seen and all(seen)

@@ -61,8 +61,8 @@ def test_grid_search_with_the_faithfulness_scorer_on_dask_reproduces_n_jobs_1(cl
 
 
 def _study(tiny_model_dir, cache_dir):
-    return FaithfulnessStudy(tiny_model_dir, masking_ratios=(0.0, 1.0), measures=("rand", "loo-sign"), seeds=(0,),
-                             measure_params={"loo-sign": LOO}, in_distribution=None, n_explain=0, n_bootstrap=100,
+    return FaithfulnessStudy(tiny_model_dir, masking_ratios=(0.0, 1.0), methods=("rand", "loo-sign"), seeds=(0,),
+                             method_params={"loo-sign": LOO}, in_distribution=None, n_explain=0, n_bootstrap=100,
                              classifier_params={k: v for k, v in CLASSIFIER.items()
                                                 if k not in ("device", "random_state")},
                              device="cpu", cache_dir=cache_dir, verbose=0)

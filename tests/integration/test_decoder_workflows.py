@@ -46,11 +46,11 @@ def test_cli_fit_and_explain_a_decoder(gpt2_dir, tmp_path, capsys):
 
 def test_a_study_runs_on_a_decoder(gpt2_dir, tmp_path):
     X, y = sentiment(120, seed=4)
-    study = FaithfulnessStudy(gpt2_dir, measures=["rand", "loo-sign", "inp-grad-sign"], seeds=(0,), n_train=60,
+    study = FaithfulnessStudy(gpt2_dir, methods=["rand", "loo-sign", "inp-grad-sign"], seeds=(0,), n_train=60,
                               n_valid=30, n_test=30, max_examples={"loo-sign": 10}, device="cpu",
                               classifier_params=dict(max_epochs=2, batch_size=16, learning_rate=3e-3,
                                                      warmup_ratio=0.0, precision="fp32"),
-                              cache_dir=tmp_path / "cache", n_baseline=1, n_bootstrap=199, verbose=0)
+                              cache_dir=tmp_path / "cache", n_random=1, n_bootstrap=199, verbose=0)
     result = study.run(X, y)
     assert set(result.performance["model"]) == {"plain", "masked"}
     assert {"loo-sign", "inp-grad-sign"} <= set(result.curves["method"])
@@ -65,8 +65,8 @@ def test_a_study_fits_lora_adapters_and_caches_them(gpt2_dir, tmp_path):
     X, y = sentiment(100, seed=6)
     params = dict(max_epochs=2, batch_size=16, learning_rate=3e-3, warmup_ratio=0.0, precision="fp32",
                   peft_config=peft.LoraConfig(r=4, target_modules=["c_attn"], fan_in_fan_out=True))
-    settings = dict(measures=["rand", "inp-grad-sign"], seeds=(0,), n_train=50, n_valid=25, n_test=25, device="cpu",
-                    classifier_params=params, cache_dir=tmp_path / "cache", n_baseline=1, n_bootstrap=199, verbose=0)
+    settings = dict(methods=["rand", "inp-grad-sign"], seeds=(0,), n_train=50, n_valid=25, n_test=25, device="cpu",
+                    classifier_params=params, cache_dir=tmp_path / "cache", n_random=1, n_bootstrap=199, verbose=0)
     first = FaithfulnessStudy(gpt2_dir, **settings).run(X, y)
     assert list((tmp_path / "cache" / "models").glob("*/model/adapter/adapter_model.safetensors"))
     again = FaithfulnessStudy(gpt2_dir, **settings).run(X, y)  # every fit and stage read back from the cache

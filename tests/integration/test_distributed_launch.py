@@ -231,7 +231,8 @@ def test_predictions_explanations_and_curves_equal_the_single_process_results(la
     with one_thread():
         proba = fitted_tiny.predict_proba(X)
         explained = {m: fitted_tiny.explain(X, y, method=m, **p)["importance"].to_numpy() for m, p in EXPLAIN.items()}
-        curves = {m: faithfulness_curve(fitted_tiny, X, y, m, **p)["value"].to_numpy() for m, p in CURVES.items()}
+        curves = {m: faithfulness_curve(fitted_tiny, X, y, method=m, **p)["value"].to_numpy()
+                  for m, p in CURVES.items()}
     for result in launched.ranks:  # every process gets every row, in the caller's order
         np.testing.assert_array_equal(result.load("proba.npy"), proba)
         for method, values in explained.items():

@@ -20,7 +20,7 @@ SECTION_TITLES = ("Setup", "Accuracy of the models", "Random masking", "Faithful
 def study_result(tiny_model_dir):
     # 60 validation texts: MaSF can flag at p < 0.05, so the erasure metrics get real validity flags
     X, y = make_sentiment(200, seed=1)
-    study = FaithfulnessStudy(tiny_model_dir, measures=["rand", "inp-grad-sign", "loo-sign"], n_train=100,
+    study = FaithfulnessStudy(tiny_model_dir, methods=["rand", "inp-grad-sign", "loo-sign"], n_train=100,
                               n_valid=60, n_test=40, max_examples={"loo-sign": 20}, erasure_k=(0.2, 0.5),
                               n_bootstrap=999, device="cpu",
                               classifier_params=dict(max_epochs=10, learning_rate=3e-3, warmup_ratio=0.0,

@@ -74,9 +74,9 @@ def test_the_placeholder_is_an_unused_entry_of_the_bert_vocabulary(clf):
     placeholder = resolve_placeholder(clf)
     assert (placeholder.kind, placeholder.token) == ("unused", "[unused0]")
     assert placeholder.token_id == clf.tokenizer_.convert_tokens_to_ids("[unused0]")
-    assert resolve_placeholder(clf, "mean-embedding").token_id == clf.tokenizer_.mask_token_id
+    assert resolve_placeholder(clf, kind="mean-embedding").token_id == clf.tokenizer_.mask_token_id
     with pytest.raises(ValueError, match="placeholder must be one of"):
-        resolve_placeholder(clf, "random")
+        resolve_placeholder(clf, kind="random")
 
 
 def test_placeholder_ids_change_exactly_the_masked_positions(clf):
@@ -84,14 +84,14 @@ def test_placeholder_ids_change_exactly_the_masked_positions(clf):
     placeholder = resolve_placeholder(clf)
     original = [np.array([101, mask, 7, 8, 102]), np.array([101, 9, 102])]
     masked = [np.array([101, mask, mask, 8, 102]), np.array([101, mask, 102])]
-    out = placeholder_ids(masked, original, mask, placeholder)
+    out = placeholder_ids(masked, original, mask_token_id=mask, placeholder=placeholder)
     # position 1 of the first text was a mask token before masking: left alone
     assert out[0].tolist() == [101, mask, placeholder.token_id, 8, 102]
     assert out[1].tolist() == [101, placeholder.token_id, 102]
 
 
 def test_the_mean_embedding_placeholder_is_the_mean_input_embedding(clf, texts):
-    placeholder = resolve_placeholder(clf, "mean-embedding")
+    placeholder = resolve_placeholder(clf, kind="mean-embedding")
     ids = clf.encode(texts[1][:1]).input_ids[0].copy()
     ids[1] = placeholder.token_id
     embeddings = clf.model_.get_input_embeddings()
@@ -100,7 +100,7 @@ def test_the_mean_embedding_placeholder_is_the_mean_input_embedding(clf, texts):
         inputs = embeddings(torch.as_tensor(ids)[None]).clone()
         inputs[0, 1] = expected_row
         direct = clf.model_(inputs_embeds=inputs).logits
-        with placeholder_inputs(clf.model_, placeholder):
+        with placeholder_inputs(clf.model_, placeholder=placeholder):
             hooked = clf.model_(input_ids=torch.as_tensor(ids)[None]).logits
         restored = clf.model_(input_ids=torch.as_tensor(ids)[None]).logits
     torch.testing.assert_close(hooked, direct)
@@ -149,7 +149,7 @@ def test_erasure_metrics_read_any_detector(clf, texts):
     from fmmlearn.faithfulness import erasure_metrics
 
     X_calib, X_test, y_test = texts
-    report = erasure_metrics(clf, X_test, y_test, "inp-grad-sign", k=[0.5], X_calib=X_calib,
+    report = erasure_metrics(clf, X_test, y_test, method="inp-grad-sign", k=[0.5], X_calib=X_calib,
                              masf=KNNDetector(n_neighbors=3), n_bootstrap=0)
     assert report.per_example["masf_p"].dropna().between(0, 1).all()
     assert report.summary["ood_share"].notna().all()

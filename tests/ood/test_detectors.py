@@ -30,8 +30,8 @@ def test_conformal_pvalues_count_calibration_scores_at_least_as_large():
 def test_null_share_is_the_exact_rate_of_uniform_ranks(m, alpha):
     """Without ties a new in-distribution score is equally likely at each of the M + 1 ranks."""
     ranks = np.arange(1, m + 2) / (m + 1)                   # every p-value the test can give, equally likely
-    assert conformal_null_share(m, alpha) == pytest.approx(np.mean(ranks < alpha))
-    assert conformal_null_share(m, alpha) <= alpha
+    assert conformal_null_share(m, alpha=alpha) == pytest.approx(np.mean(ranks < alpha))
+    assert conformal_null_share(m, alpha=alpha) <= alpha
 
 
 @pytest.mark.parametrize("name", sorted(DETECTORS))

@@ -216,7 +216,7 @@ def test_report_with_repeated_masked_calibration_copies(masked_clf, data):
     # The same numbers as fitting MaSF by hand on the copies, grouped by example.
     features, groups = calibration_features(masked_clf, X_calib[:3], dist_repeats=2, random_state=0,
                                             return_groups=True)
-    assert groups.tolist() == calibration_groups(3, 2).tolist() == [0, 1, 2, 0, 1, 2]
+    assert groups.tolist() == calibration_groups(3, dist_repeats=2).tolist() == [0, 1, 2, 0, 1, 2]
     masf = MaSF(random_state=0).fit(features, groups=groups)
     p = masf.pvalues(hidden_state_features(masked_clf, X_test))
     assert report["proportion"].iloc[0] == pytest.approx(np.mean(p < 0.5))

@@ -102,8 +102,8 @@ def test_a_planted_pickle_with_a_matching_checksum_is_refused_not_run(tmp_path):
 
 
 def _study(model_dir, cache):
-    return FaithfulnessStudy(model_dir, masking_ratios=(1.0,), measures=["rand", "inp-grad-sign"], seeds=(0,),
-                             n_train=60, n_valid=20, n_test=16, n_baseline=1, n_bootstrap=100, in_distribution=None,
+    return FaithfulnessStudy(model_dir, masking_ratios=(1.0,), methods=["rand", "inp-grad-sign"], seeds=(0,),
+                             n_train=60, n_valid=20, n_test=16, n_random=1, n_bootstrap=100, in_distribution=None,
                              erasure=None, n_explain=0, classifier_params=TINY_FIT, device="cpu", verbose=0,
                              cache_dir=cache)
 

@@ -10,7 +10,7 @@ from fmmlearn.study._rules import comparison_verdict, load_rules, spent_level
 from fmmlearn.study._stats import paired_difference
 
 GRID = np.linspace(0, 1, 11)
-SCORE = vectorized_metric("accuracy", ["a", "b"])
+SCORE = vectorized_metric("accuracy", classes=["a", "b"])
 
 
 def _curves(rng, gold, slope, n_seeds=2):

@@ -16,7 +16,7 @@ from fmmlearn.faithfulness import area_statistics as area_metrics
 from fmmlearn.metrics import vectorized_metric as score_function
 from fmmlearn.study._stats import example_ci
 from fmmlearn.study._tables import most_faithful_rows as _most_faithful_rows
-from fmmlearn.study.stages.faithfulness import baseline_seed
+from fmmlearn.study.stages.faithfulness import rand_draw_seed
 from fmmlearn.ood import DEFAULT_DETECTOR
 
 # The toy validation split is small: MaSF says its p-values cannot go below 0.09 (expected here).
@@ -34,8 +34,8 @@ def toy_data():
 
 
 def tiny_study(model_dir, cache_dir, **options):
-    settings = dict(measures=MEASURES, seeds=(0, 1), n_train=100, n_valid=30, n_test=40, max_examples=CAPS,
-                    classifier_params=TINY_FIT, device="cpu", cache_dir=cache_dir, n_baseline=2, n_bootstrap=999,
+    settings = dict(methods=MEASURES, seeds=(0, 1), n_train=100, n_valid=30, n_test=40, max_examples=CAPS,
+                    classifier_params=TINY_FIT, device="cpu", cache_dir=cache_dir, n_random=2, n_bootstrap=999,
                     verbose=0)
     return FaithfulnessStudy(model_dir, **{**settings, **options})
 
@@ -175,7 +175,7 @@ def test_curve_examples_score_accuracy_on_every_test_text_and_mask_a_subset(tiny
     from fmmlearn.study.stages.performance import subset_order
 
     study = tiny_study(tiny_model_dir, tmp_path, seeds=(0,), n_test=60, curve_examples=20,
-                       measures=["rand", "inp-grad-sign", "loo-sign"], max_examples={"loo-sign": 8}, erasure=None)
+                       methods=["rand", "inp-grad-sign", "loo-sign"], max_examples={"loo-sign": 8}, erasure=None)
     result = study.run(*toy_data)
     assert (result.performance["n_examples"] == 60).all()
     curves = result.curves.drop_duplicates(["model", "method", "subset"]).set_index(["model", "method"])
@@ -217,10 +217,10 @@ def test_curves_equal_the_public_faithfulness_functions(study_run, toy_data):
     def ours(method, subset):
         return rows[(rows["method"] == method) & (rows["subset"] == subset)].sort_values("ratio")
 
-    draws = [faithfulness_curve(clf, splits.X_test, splits.y_test, "rand", random_state=baseline_seed(1, d))
+    draws = [faithfulness_curve(clf, splits.X_test, splits.y_test, method="rand", random_state=rand_draw_seed(1, d))
              for d in range(2)]
     rand = draws[0].assign(value=np.mean([d["value"] for d in draws], axis=0))  # the baseline: mean of the draws
-    grad = faithfulness_curve(clf, splits.X_test, splits.y_test, "inp-grad-sign", random_state=1)
+    grad = faithfulness_curve(clf, splits.X_test, splits.y_test, method="inp-grad-sign", random_state=1)
     for public, method in ((rand, "rand"), (grad, "inp-grad-sign")):
         np.testing.assert_allclose(ours(method, "all")["value"], public["value"])
     np.testing.assert_allclose(ours("inp-grad-sign", "all")["mean_masked_fraction"], grad["mean_masked_fraction"])
@@ -235,7 +235,7 @@ def test_curves_equal_the_public_faithfulness_functions(study_run, toy_data):
     # the loo-sign subset: the public curve on those texts, the rand baseline restricted to them
     idx = result.outcomes.query("model == 'masked' and seed == 1 and method == 'loo-sign' and ratio == 0")["example"]
     X_sub, y_sub = [splits.X_test[i] for i in idx], splits.y_test[idx.to_numpy()]
-    loo = faithfulness_curve(clf, X_sub, y_sub, "loo-sign", random_state=1)
+    loo = faithfulness_curve(clf, X_sub, y_sub, method="loo-sign", random_state=1)
     np.testing.assert_allclose(ours("loo-sign", "random 20")["value"], loo["value"])
 
 
@@ -264,11 +264,11 @@ def test_vectorised_areas_equal_acu_and_racu():
     rng = np.random.default_rng(0)
     grid = np.linspace(0, 1, 11)
     curves, baselines = rng.random((5, 11)), rng.random((5, 11))
-    ours_acu, ours_racu, ours_area = area_metrics(curves, baselines, grid)
+    ours_acu, ours_racu, ours_area = area_metrics(curves, baselines, grid=grid)
     for c, b, a, r, m in zip(curves, baselines, ours_acu, ours_racu, ours_area):
         assert a == pytest.approx(acu(c, b)) and r == pytest.approx(racu(c, b))
         assert m == pytest.approx(acu(np.full(11, b[-1]), b))  # the area between the baseline and its end
-    assert np.isnan(area_metrics(curves[:1], np.ones((1, 11)), grid)[1][0])  # flat baseline: RACU undefined
+    assert np.isnan(area_metrics(curves[:1], np.ones((1, 11)), grid=grid)[1][0])  # flat baseline: RACU undefined
 
 
 def test_most_faithful_is_the_best_acu_that_no_comparison_puts_behind():
@@ -289,7 +289,7 @@ def test_example_bootstrap_of_accuracy_matches_a_direct_computation():
     rng = np.random.default_rng(1)
     gold = rng.integers(0, 3, 60)
     pred = np.where(rng.random(60) < 0.7, gold, (gold + 1) % 3)
-    score = score_function(get_metric("accuracy"), np.array(["a", "b", "c"]))
+    score = score_function(get_metric("accuracy"), classes=np.array(["a", "b", "c"]))
     point, low, high = example_ci(score, pred[None], gold, n_resamples=2000)
     assert point == pytest.approx((pred == gold).mean())
     se = np.sqrt(point * (1 - point) / len(gold))  # the normal approximation, for scale only
@@ -306,7 +306,7 @@ def test_vectorised_paper_metrics_equal_the_registry_metrics(name):
     gold = rng.integers(0, 3, 30)
     pred = rng.integers(0, 4, (2, 5, 30))
     pred[0, 0] = gold  # a perfect row
-    ours = score_function(get_metric(name), classes)(pred, gold)
+    ours = score_function(get_metric(name), classes=classes)(pred, gold)
     metric = get_metric(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # sklearn: "y_pred contains classes not in y_true"
@@ -319,7 +319,7 @@ def test_vectorised_paper_metrics_equal_the_registry_metrics(name):
 
 def test_one_more_measure_reuses_every_fit_and_stage(study_run, tiny_model_dir, toy_data, count_fits):
     result, cache = study_run
-    more = tiny_study(tiny_model_dir, cache, measures=MEASURES + ["grad-l2"]).run(*toy_data)
+    more = tiny_study(tiny_model_dir, cache, methods=MEASURES + ["grad-l2"]).run(*toy_data)
     assert count_fits == []
     timings = more.timings
     new = (timings["stage"] == "faithfulness") & (timings["method"] == "grad-l2")
@@ -354,7 +354,7 @@ def test_an_interrupted_study_resumes_without_redoing_finished_work(tiny_model_d
                                                                    count_fits):
     import fmmlearn.faithfulness as faithfulness
 
-    study = tiny_study(tiny_model_dir, tmp_path, measures=["rand", "inp-grad-sign"], seeds=(0,), max_examples=None)
+    study = tiny_study(tiny_model_dir, tmp_path, methods=["rand", "inp-grad-sign"], seeds=(0,), max_examples=None)
     original_fit = FaithfulTextClassifier.fit  # the counting wrapper
 
     def fit_then_interrupt(self, *args, **kwargs):
@@ -371,10 +371,10 @@ def test_an_interrupted_study_resumes_without_redoing_finished_work(tiny_model_d
     monkeypatch.setattr(FaithfulTextClassifier, "fit", original_fit)
     original_masking = faithfulness.iter_explainer_masking
 
-    def masking_then_interrupt(clf, encoding, target, method, *args, **kwargs):
+    def masking_then_interrupt(clf, encoding, target, *, method, **kwargs):
         if method == "inp-grad-sign":
             raise KeyboardInterrupt  # Ctrl-C in the middle of the faithfulness stage
-        return original_masking(clf, encoding, target, method, *args, **kwargs)
+        return original_masking(clf, encoding, target, method=method, **kwargs)
 
     monkeypatch.setattr(faithfulness, "iter_explainer_masking", masking_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
@@ -410,8 +410,8 @@ ERASURE_K = (0.2, 0.5)  # the toy texts have 4-9 tokens: 10 % would select none
 
 def erasure_study(model_dir, cache_dir, **options):
     """One seed, a validation split large enough for MaSF to flag at p < 0.05 (a level-3 fold of 20)."""
-    settings = dict(measures=["rand", "loo-sign"], seeds=(0,), n_valid=60, max_examples={"loo-sign": 20},
-                    n_baseline=1, n_explain=0, erasure_k=ERASURE_K)
+    settings = dict(methods=["rand", "loo-sign"], seeds=(0,), n_valid=60, max_examples={"loo-sign": 20},
+                    n_random=1, n_explain=0, erasure_k=ERASURE_K)
     return tiny_study(model_dir, cache_dir, **{**settings, **options})
 
 
@@ -462,7 +462,7 @@ def test_erasure_metrics_equal_erasure_metrics_certified_by_the_in_distribution_
 
     idx = result.outcomes.query("model == 'plain' and method == 'loo-sign' and ratio == 0")["example"].to_numpy()
     for method in ("loo-sign", "rand"):
-        direct = erasure_metrics(clf, [splits.X_test[i] for i in idx], splits.y_test[idx], method, k=ERASURE_K,
+        direct = erasure_metrics(clf, [splits.X_test[i] for i in idx], splits.y_test[idx], method=method, k=ERASURE_K,
                                  masf=masf, random_state=0, n_bootstrap=999).summary
         ours = result.erasure.query("model == 'plain' and method == @method")
         for column in ("mean", "ci_low", "ci_high", "ood_share", "n_perturbed", "n_examples"):
@@ -489,7 +489,7 @@ def test_a_validation_split_too_small_for_the_test_leaves_erasure_unchecked_with
     from fmmlearn.study import erasure_by_model
 
     # 15 validation texts: the conformal level's smallest p-value is 1/16, so nothing can reach p < 0.05
-    study = tiny_study(tiny_model_dir, tmp_path, n_valid=15, seeds=(0,), measures=["rand", "loo-sign"],
+    study = tiny_study(tiny_model_dir, tmp_path, n_valid=15, seeds=(0,), methods=["rand", "loo-sign"],
                        max_examples={"loo-sign": 10})
     with pytest.warns(FaithfulnessWarning, match="not certified"):
         result = study.run(*toy_data)
@@ -643,7 +643,7 @@ def test_the_report_template_reserves_a_block_for_erasure_metrics(study_run):
 
 
 @pytest.mark.parametrize("options, data, match", [
-    ({"measures": ["rand", "no-such-measure"]}, None, "measures"),
+    ({"methods": ["rand", "no-such-measure"]}, None, "methods"),
     ({"masking_ratios": (0.0, 1.5)}, None, "masking_ratios"),
     ({"ratios": [0.0, 0.5, 1.2]}, None, "ratios"),
     ({"ratios": [0.0, 0.5]}, None, "ratios"),
@@ -651,7 +651,7 @@ def test_the_report_template_reserves_a_block_for_erasure_metrics(study_run):
     ({"classifier_params": {"random_state": 3}}, None, "classifier_params"),
     ({"classifier_params": {"max_epochs": 0}}, None, "max_epochs"),
     ({"max_examples": {"grad-l2": 10}}, None, "max_examples"),
-    ({"measure_params": {"inp-grad-sign": {"n_steps": 5}}}, None, "measure_params"),
+    ({"method_params": {"inp-grad-sign": {"n_steps": 5}}}, None, "method_params"),
     ({"metric": "log_loss"}, None, "metric"),
     ({"seeds": ()}, None, "seeds"),
     ({"erasure": ["grad-l2"]}, None, "erasure"),
@@ -697,8 +697,8 @@ def test_dataset_names_give_stratified_seeded_splits():
 
 
 def test_a_study_of_the_rand_baseline_alone_runs_and_reports(tiny_model_dir, toy_data, tmp_path):
-    """``measures=["rand"]``: no measure to rank, so no heatmaps and no most faithful measure, but every frame."""
-    result = tiny_study(tiny_model_dir, tmp_path / "cache", measures=["rand"], seeds=(0,), erasure=None,
+    """``methods=["rand"]``: no measure to rank, so no heatmaps and no most faithful measure, but every frame."""
+    result = tiny_study(tiny_model_dir, tmp_path / "cache", methods=["rand"], seeds=(0,), erasure=None,
                         max_examples=None).run(
         *toy_data)
     assert set(result.curves["method"]) == {"rand", "random-masking"} and result.explanations.empty

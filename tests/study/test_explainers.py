@@ -19,14 +19,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:The level-3 fold has only:UserWa
 
 TINY_FIT = dict(max_epochs=10, batch_size=16, learning_rate=3e-3, warmup_ratio=0.0, precision="fp32")
 SETTINGS = dict(masking_ratios=(1.0,), seeds=(0,), n_train=100, n_valid=30, n_test=20, erasure=None,
-                classifier_params=TINY_FIT, device="cpu", n_baseline=1, n_bootstrap=199, n_explain=0, verbose=0)
+                classifier_params=TINY_FIT, device="cpu", n_random=1, n_bootstrap=199, n_explain=0, verbose=0)
 NAME = "helpers.explainers.earliest_first"
 
 
 @pytest.fixture(scope="module")
 def study_run(tiny_model_dir, tmp_path_factory):
     cache = tmp_path_factory.mktemp("explainer-study")
-    study = FaithfulnessStudy(tiny_model_dir, measures=["loo-sign", captum_attr.Occlusion, earliest_first],
+    study = FaithfulnessStudy(tiny_model_dir, methods=["loo-sign", captum_attr.Occlusion, earliest_first],
                               cache_dir=cache, **SETTINGS)
     return study.run(*make_sentiment(160, seed=0)), cache
 
@@ -62,7 +62,7 @@ from captum.attr import Occlusion
 from helpers.data import make_sentiment
 from helpers.explainers import earliest_first
 from fmmlearn.study import FaithfulnessStudy
-study = FaithfulnessStudy({tiny_model_dir!r}, measures=["loo-sign", Occlusion, earliest_first],
+study = FaithfulnessStudy({tiny_model_dir!r}, methods=["loo-sign", Occlusion, earliest_first],
                           cache_dir={str(cache)!r}, **{SETTINGS!r})
 result = study.run(*make_sentiment(160, seed=0))
 jobs = result.timings[result.timings["stage"] == "faithfulness"]

@@ -17,8 +17,8 @@ def _probe_study(model_dir, cache, **options):
     from fmmlearn.study import FaithfulnessStudy
 
     fit = {**TINY_FIT, "precision": "auto"}
-    settings = dict(masking_ratios=(0.0, 1.0), measures=["rand", "inp-grad-sign", "loo-sign"], seeds=(0,),
-                    n_train=100, n_valid=30, n_test=40, n_baseline=1, n_bootstrap=200, in_distribution=None,
+    settings = dict(masking_ratios=(0.0, 1.0), methods=["rand", "inp-grad-sign", "loo-sign"], seeds=(0,),
+                    n_train=100, n_valid=30, n_test=40, n_random=1, n_bootstrap=200, in_distribution=None,
                     erasure=None, n_explain=0, costly_examples=20, classifier_params=fit, device="cpu", verbose=0,
                     cache_dir=cache, precision_probe=True)
     return FaithfulnessStudy(model_dir, **{**settings, **options})

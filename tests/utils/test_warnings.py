@@ -69,7 +69,7 @@ def test_one_truncation_warning_per_call(short_model, texts, call):
         "score": lambda: clf.score(X, y),  # score calls predict: still one
         "explain": lambda: explain(clf, X, y, method="inp-grad-sign"),
         "explain_method": lambda: clf.explain(X, method="grad-l2", level="word"),
-        "faithfulness_curve": lambda: faithfulness_curve(clf, X, y, "inp-grad-sign", ratios=[0, 0.5, 1]),
+        "faithfulness_curve": lambda: faithfulness_curve(clf, X, y, method="inp-grad-sign", ratios=[0, 0.5, 1]),
         # one encode per curve: 2 baselines + 2 measures, still one warning
         "faithfulness_report": lambda: faithfulness_report(clf, X, y, methods=["grad-l2", "inp-grad-sign"],
                                                            n_repeats=2, ratios=[0, 0.5, 1]),
@@ -103,7 +103,7 @@ def test_calls_outside_a_public_call_still_warn_each_time(short_model, texts):
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always")
         clf.encode(X)
-        clf.encode(X, "X_other")
+        clf.encode(X, name="X_other")
         encode(clf.tokenizer_, X, is_pair=False, max_length=MAX_LENGTH)
     messages = [str(w.message) for w in _truncations(records)]
     assert len(messages) == 3 and messages[1].startswith("X_other: 2 of 8")

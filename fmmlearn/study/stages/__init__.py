@@ -5,7 +5,7 @@ Each stage is a :class:`~fmmlearn.study.Stage` that declares what it reads and p
 
 1. :class:`FitStage` (``fit``) -- every (masking ratio, seed) model, from the model store or fitted;
 2. :class:`PerformanceStage` (``performance``) -- clean test predictions, the gold labels, the subsets,
-   which fits count (against the input-blind baseline);
+   which fits count (against the input-blind predictor);
 3. :class:`RandomMaskingStage` (``random masking``) -- the paper's check that a model tolerates masks;
 4. :class:`FaithfulnessStage` (``faithfulness``) -- every measure's explainer-masking curve, RACU/ACU
    (and, with a budget, rounds that add texts while comparisons are open);

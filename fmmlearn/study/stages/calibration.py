@@ -68,7 +68,7 @@ class CalibrationStage(Stage):
         reference = calibration_features(clf, sp.X_train, random_state=seed, pooling=detector.pooling)
         held_out = calibration_features(clf, [sp.X_valid[i] for i in job.key[4]], random_state=derive_seed(seed, 7),
                                         pooling=detector.pooling)
-        groups = calibration_groups(len(sp.X_train), 1)
+        groups = calibration_groups(len(sp.X_train), dist_repeats=1)
         detector.fit(reference, groups=groups, calibration=held_out)
         return {"detector": detector, "reference": reference, "groups": groups, "held_out": held_out}
 

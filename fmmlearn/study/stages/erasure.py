@@ -89,7 +89,7 @@ class ErasureStage(Stage):
         with warnings.catch_warnings():
             if masf is None:  # the stage says once, and why, that nothing is certified
                 warnings.simplefilter("ignore", UncertifiedErasureWarning)
-            report = erasure_metrics(clf, [sp.X_test[i] for i in idx], sp.y_test[idx].tolist(), method,
+            report = erasure_metrics(clf, [sp.X_test[i] for i in idx], sp.y_test[idx].tolist(), method=method,
                                      k=list(settings.erasure_k), removal="mask", segment=settings.segment, masf=masf,
                                      alpha=ERASURE_ALPHA, max_invalid_factor=ERASURE_MAX_INVALID_FACTOR,
                                      n_bootstrap=settings.n_bootstrap, confidence_level=settings.confidence_level,

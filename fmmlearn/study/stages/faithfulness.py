@@ -15,7 +15,7 @@ from .._stats import example_ci
 from .._tables import RELIABLE_AREA_SHARE, most_faithful_rows
 from ._common import gold_outcomes, test_key
 
-__all__ = ["FaithfulnessStage", "baseline_seed"]
+__all__ = ["FaithfulnessStage", "rand_draw_seed"]
 
 _AREAS = ["racu", "racu_low", "racu_high", "acu", "acu_low", "acu_high", "baseline_area", "baseline_area_low",
           "baseline_area_high", "reliable", "racu_stable", "acu_stable"]
@@ -27,16 +27,16 @@ CURVE_COLUMNS = ["model", "max_masking_ratio", "seed", "converged", "method", "s
                  "value", "n_examples", "mean_masked_fraction"]
 
 
-def baseline_seed(seed: int, draw: int) -> int:
-    """Seed of ``rand`` baseline draw ``draw`` of a run with ``seed``: the seed itself for draw 0, else derived."""
+def rand_draw_seed(seed: int, draw: int) -> int:
+    """Seed of ``rand`` draw ``draw`` (of the ``n_random`` averaged) of a run with ``seed``: ``seed`` for draw 0."""
     return int(seed) if draw == 0 else derive_seed(seed, draw)
 
 
 class FaithfulnessStage(Stage):
     """The explainer-masking curve of every measure, kept per example, and RACU/ACU with bootstrap CIs.
 
-    ``rand`` is the baseline: ``n_baseline`` independent draws over all test texts, averaged, so every
-    measure is compared with random masking of exactly its own texts.
+    ``rand`` is the reference: ``n_random`` independent draws over all test texts, averaged (the frames'
+    ``baseline``), so every method is compared with random masking of exactly its own texts.
     """
 
     name = "faithfulness"
@@ -55,7 +55,7 @@ class FaithfulnessStage(Stage):
         if precision is not None:
             params["precision"] = precision
             name += f", {precision}"
-        key = (test_key(sp), np.asarray(idx).tolist(), method, settings.grid.tolist(), baseline_seed(run[1], draw),
+        key = (test_key(sp), np.asarray(idx).tolist(), method, settings.grid.tolist(), rand_draw_seed(run[1], draw),
                settings.segment, params)
         return Job(run, key, method=method, n_examples=len(idx), data={"draw": draw, "precision": precision},
                    label=f"{model_label(run[0])} seed {run[1]}: {name} ({len(idx)} examples)")
@@ -252,9 +252,10 @@ class FaithfulnessStage(Stage):
         X = [sp.X_test[i] for i in idx]
         encoding = clf.encode(X)
         gold = label_indices(clf.classes_, sp.y_test[list(idx)], "y_test")
-        steps = list(iter_explainer_masking(clf, encoding, gold, method, list(grid), None, segment,
+        steps = list(iter_explainer_masking(clf, encoding, gold, method=method, ratios=list(grid), recursive=None,
+                                            segment=segment,
                                             random_state=seed, **dict(params)))
-        logits, fractions = step_outcomes(clf, encoding, steps, segment)
+        logits, fractions = step_outcomes(clf, encoding, steps, segment=segment)
         preds, probas = zip(*(gold_outcomes(step, gold) for step in logits))
         return {"pred": np.stack(preds), "gold_proba": np.stack(probas), "masked_fraction": np.stack(fractions)}
 
@@ -345,7 +346,7 @@ class FaithfulnessStage(Stage):
                 for kind in ("racu", "acu", "baseline_area")}
 
     def _racu_frame(self, context, payloads) -> pd.DataFrame:
-        from ...importance import get_measure
+        from ...importance import get_method
 
         settings, gold, subsets, converged = (context[k] for k in ("settings", "gold", "subsets", "converged"))
         rows = []
@@ -357,12 +358,12 @@ class FaithfulnessStage(Stage):
                 pred = payloads[(run, method, 0)]["pred"][None]
                 areas = self._areas(context, pred, rand_pred[None][..., _in_baseline(mine, idx)], gold[idx])
                 rows.append({"model": model_label(run[0]), "max_masking_ratio": run[0], "seed": run[1],
-                             "converged": converged[run], "method": method, "signed": get_measure(method).signed,
+                             "converged": converged[run], "method": method, "signed": get_method(method).signed,
                              "subset": name, "n_examples": len(idx), **_area_columns(areas, settings.rules)})
         return pd.DataFrame(rows, columns=RACU_COLUMNS)
 
     def _racu_summary(self, context, payloads, racu: pd.DataFrame, comparisons=None) -> pd.DataFrame:
-        from ...importance import get_measure
+        from ...importance import get_method
         from ...utils import seed_ci
 
         settings, gold, subsets, converged = (context[k] for k in ("settings", "gold", "subsets", "converged"))
@@ -386,7 +387,7 @@ class FaithfulnessStage(Stage):
                                                                                       settings.confidence_level)
                 rows.append(row)
         frame = pd.DataFrame(rows).reindex(columns=_SUMMARY_COLUMNS)
-        frame.insert(3, "signed", [get_measure(m).signed for m in frame["method"]])
+        frame.insert(3, "signed", [get_method(m).signed for m in frame["method"]])
         for column in ("reliable", "racu_stable", "acu_stable"):
             frame[column] = frame[column].fillna(0).astype(bool)  # NaN: no interval, so not reliable or stable
         frame["most_faithful"] = most_faithful_rows(frame, comparisons)

@@ -25,7 +25,7 @@ def random_token_ids(clf, encoding, seed: int, segment: str) -> list:
     """Per example, its ids with every maskable token random (:func:`fmmlearn.ood.random_token_ids`)."""
     from ...ood import random_token_ids as ids
 
-    return ids(clf, encoding, seed, segment)
+    return ids(clf, encoding, seed=seed, segment=segment)
 
 
 class InDistributionStage(Stage):
@@ -82,7 +82,7 @@ class InDistributionStage(Stage):
                                            ratios=settings.grid.tolist(), segment=settings.segment,
                                            random_state=derive_seed(seed, 1))
         pvalues = pvalue_frame(detector, masked_set_features(clf, encoding, steps, pooling=pooling))
-        placeholder = resolve_placeholder(clf, settings.placeholder)
+        placeholder = resolve_placeholder(clf, kind=settings.placeholder)
         matched = masked_set_features(clf, encoding, [(r, ids) for r, ids in steps if 0 < r < 1], pooling=pooling,
                                       placeholder=placeholder)
         curve = power_curve(detector, data["reference"], data["held_out"], np.concatenate([f for _, f in matched]),
@@ -91,7 +91,7 @@ class InDistributionStage(Stage):
         control = [sp.X_valid[i] for i in job.key[4]]
         negative = detector.pvalues(calibration_features(clf, control, random_state=derive_seed(seed, 5),
                                                          pooling=pooling)) if control else np.array([])
-        random_ids = random_token_ids(clf, encoding, derive_seed(seed, 6), settings.segment)
+        random_ids = random_token_ids(clf, encoding, seed=derive_seed(seed, 6), segment=settings.segment)
         random = detector.pvalues(hidden_state_features(clf, encoding=encoding, input_ids=random_ids, pooling=pooling))
         other = (detector.pvalues(hidden_state_features(clf, list(settings.other_domain), pooling=pooling))
                  if settings.other_domain else np.array([]))

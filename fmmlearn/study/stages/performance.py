@@ -93,9 +93,9 @@ class PerformanceStage(Stage):
         payloads = {job.run: payload for job, payload in results.items()}
         first = payloads[settings.runs[0]]
         gold, classes, lengths = first["gold"], np.asarray(first["classes"]), first["lengths"]
-        score = vectorized_metric(settings.metric, classes)
+        score = vectorized_metric(settings.metric, classes=classes)
         blind_name, blind_labels = blind_predictions(context["splits"])
-        blind = label_indices(classes, blind_labels, "the blind baseline's predictions")
+        blind = label_indices(classes, blind_labels, "the blind predictor's predictions")
         frame = self._frame(settings, payloads, gold, score, context["fit_info"], (blind_name, blind))
         converged = {(r, s): bool(c) for r, s, c in frame[["max_masking_ratio", "seed", "converged"]].itertuples(
             index=False)}
@@ -109,7 +109,7 @@ class PerformanceStage(Stage):
 
     @staticmethod
     def _convergence(settings, value, pred, gold, score, blind) -> dict:
-        """Whether a fit counts, and why: against a threshold, the input-blind baseline, or not at all."""
+        """Whether a fit counts, and why: against a threshold, the input-blind predictor, or not at all."""
         threshold, (name, blind_pred) = settings.convergence_threshold, blind
         out = {"baseline": name, "baseline_value": float(score(blind_pred, gold))}
         difference = paired_difference(score, pred[None], blind_pred[None], gold,
@@ -126,7 +126,7 @@ class PerformanceStage(Stage):
         margin = settings.rules["convergence"]["margin"]
         ok = bool(np.isfinite(low) and low > margin)
         return {**out, "converged": ok, "reason": (
-            f"{settings.metric.name} {value:.3f} against the {name} baseline's {out['baseline_value']:.3f}: "
+            f"{settings.metric.name} {value:.3f} against the {name} predictor's {out['baseline_value']:.3f}: "
             f"difference {difference.estimate:+.3f} {interval(low, high, 3, style='signed')}, "
             f"{'above' if ok else 'not above'} {margin:g}")}
 

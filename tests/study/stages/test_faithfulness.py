@@ -16,8 +16,8 @@ TINY_FIT = dict(max_epochs=10, batch_size=16, learning_rate=3e-3, warmup_ratio=0
 def _budget_study(model_dir, cache, budget, **options):
     from fmmlearn.study import FaithfulnessStudy
 
-    settings = dict(masking_ratios=(1.0,), measures=["rand", "inp-grad-sign", "inp-grad-abs", "loo-sign"],
-                    seeds=(0,), n_train=100, n_valid=30, n_test=70, n_baseline=1, n_bootstrap=100,
+    settings = dict(masking_ratios=(1.0,), methods=["rand", "inp-grad-sign", "inp-grad-abs", "loo-sign"],
+                    seeds=(0,), n_train=100, n_valid=30, n_test=70, n_random=1, n_bootstrap=100,
                     in_distribution=None, erasure=None, n_explain=0, costly_examples=10, classifier_params=TINY_FIT,
                     device="cpu", verbose=0, cache_dir=cache, budget=budget)
     return FaithfulnessStudy(model_dir, **{**settings, **options})

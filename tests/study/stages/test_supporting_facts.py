@@ -23,8 +23,8 @@ SIZES = dict(n_train=60, n_valid=20, n_test=16)
 
 
 def _study(model_dir, cache, **options):
-    settings = dict(masking_ratios=(0.0, 1.0), measures=["rand", "loo-sign", "inp-grad-sign"], seeds=(0,),
-                    max_examples={"loo-sign": 10}, n_baseline=1, n_bootstrap=200, in_distribution=None,
+    settings = dict(masking_ratios=(0.0, 1.0), methods=["rand", "loo-sign", "inp-grad-sign"], seeds=(0,),
+                    max_examples={"loo-sign": 10}, n_random=1, n_bootstrap=200, in_distribution=None,
                     erasure=None, n_explain=0, classifier_params=TINY_FIT, device="cpu", verbose=0, cache_dir=cache,
                     stages=[*STAGES, SupportingFactsStage()], **SIZES)
     return FaithfulnessStudy(model_dir, **{**settings, **options})
@@ -105,4 +105,4 @@ def test_a_study_on_data_without_supporting_facts_says_what_it_needs(tiny_model_
     from helpers.data import make_sentiment
 
     with pytest.raises(ValueError, match=r"needs bAbI test texts with supporting_spans.*load_babi\(1, distractors"):
-        _study(tiny_model_dir, tmp_path, measures=["rand"], max_examples={}).run(*make_sentiment(120, seed=5))
+        _study(tiny_model_dir, tmp_path, methods=["rand"], max_examples={}).run(*make_sentiment(120, seed=5))
