@@ -177,7 +177,7 @@ def run_dataset(plan: Plan, args) -> dict:
 
     study = study_for(plan, args)
     data = babi_data(plan, args.split_seed) if plan.babi else plan.name
-    print(f"\n== {plan.title}: measures {', '.join(study.measures)}", flush=True)
+    print(f"\n== {plan.title}: methods {', '.join(study.methods)}", flush=True)
     start = time.perf_counter()
     with warnings.catch_warnings():
         # truncation of long texts is the plan (max_length); the study counts the truncated test texts.
